@@ -1,0 +1,72 @@
+/* common/jsonrpc.h - JSON-RPC 2.0 framing: limits on raw text, parsing, classification, and
+ * building response lines.
+ *
+ * All functions are pure (no I/O, no global state) and may be called from any thread.
+ * Built lines are compact JSON with no newline inside (stdio framing needs one message a line);
+ * the caller appends the '\n'. */
+#ifndef COMMON_JSONRPC_H
+#define COMMON_JSONRPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "errinfo.h"
+
+#define JSONRPC_MAX_DEPTH 64 /* nesting of arrays/objects in any message or request body */
+
+enum jsonrpc_code {
+    JSONRPC_PARSE_ERROR = -32700,
+    JSONRPC_INVALID_REQUEST = -32600,
+    JSONRPC_METHOD_NOT_FOUND = -32601,
+    JSONRPC_INVALID_PARAMS = -32602,
+    JSONRPC_INTERNAL_ERROR = -32603,
+};
+
+/* What a quick scan of raw JSON text found, without parsing it. */
+struct jsonrpc_scan {
+    int max_depth;       /* deepest nesting of [ and { outside strings */
+    bool has_nul_escape; /* some string holds \u0000, which cJSON would silently cut there */
+};
+
+/* Scans text[0..len) (need not be NUL-terminated). Never fails; garbage scans as garbage. */
+void jsonrpc_scan(const char *text, size_t len, struct jsonrpc_scan *out);
+
+/* Parses text[0..len) into a cJSON tree. Returns the owned tree (free with cJSON_Delete) or
+ * NULL with err set: ERR_TOO_LARGE when nesting exceeds JSONRPC_MAX_DEPTH, ERR_INVALID with
+ * the byte offset of the syntax error otherwise ("invalid JSON at byte 17: ..."). */
+cJSON *jsonrpc_parse(const char *text, size_t len, struct errinfo *err);
+
+enum jsonrpc_kind {
+    JSONRPC_KIND_REQUEST,      /* method + id */
+    JSONRPC_KIND_NOTIFICATION, /* method, no id */
+    JSONRPC_KIND_RESPONSE,     /* result or error + id (a client answering us) */
+    JSONRPC_KIND_BATCH,        /* a JSON array */
+    JSONRPC_KIND_INVALID,      /* anything else; *why says what is wrong */
+};
+
+/* Classifies one parsed message. For JSONRPC_KIND_INVALID, *why (if why is non-NULL) is set
+ * to a static one-line reason such as "\"jsonrpc\" must be \"2.0\"" or "id must be a string
+ * or an integer". A request whose id is valid but whose other members are wrong is still
+ * INVALID; jsonrpc_usable_id() then tells whether the error response can carry the id. */
+enum jsonrpc_kind jsonrpc_classify(const cJSON *msg, const char **why);
+
+/* The message's id if it is a string or an integer number (borrowed from msg), else NULL. */
+const cJSON *jsonrpc_usable_id(const cJSON *msg);
+
+/* Builds {"jsonrpc":"2.0","id":<id>,"result":<result>}. id is copied (NULL -> null); takes
+ * ownership of result (NULL -> {}). Returns an owned string (free with free()) or NULL on
+ * allocation failure. */
+char *jsonrpc_build_result(const cJSON *id, cJSON *result);
+
+/* Builds {"jsonrpc":"2.0","id":<id>,"error":{"code":code,"message":message[,"data":data]}}.
+ * id is copied (NULL -> null); message is copied; takes ownership of data (may be NULL).
+ * Returns an owned string (free with free()) or NULL on allocation failure. */
+char *jsonrpc_build_error(const cJSON *id, int code, const char *message, cJSON *data);
+
+/* Builds a notification {"jsonrpc":"2.0","method":method[,"params":params]}; takes ownership
+ * of params (may be NULL). Returns an owned string (free with free()) or NULL. */
+char *jsonrpc_build_notification(const char *method, cJSON *params);
+
+#endif /* COMMON_JSONRPC_H */

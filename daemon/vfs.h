@@ -1,0 +1,147 @@
+/* daemon/vfs.h - the workspace: one directory tree that tools address with absolute paths
+ * ("/src/main.js", "/" is the root).
+ *
+ * Confinement: every path is normalized lexically first ("." and ".." are resolved, ".." never
+ * climbs above "/"), then opened relative to the root's directory fd with
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS), so a symlink that a sandboxed command
+ * planted resolves inside the root ("/etc/passwd" as a link target means <root>/etc/passwd),
+ * never outside it. Directory walks (list, search, recursive remove) never follow symlinks.
+ * Writes go to a temp file in the target's directory, are fsync'ed (unless the vfs was opened
+ * with fsync off) and renamed over the target, so a crash never leaves a torn file.
+ *
+ * Thread-safety: any thread; a vfs holds only immutable state after vfs_open. Two writers of the
+ * same file race as rename(2) does: the last rename wins, and neither file is ever torn. */
+#ifndef DAEMON_VFS_H
+#define DAEMON_VFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errinfo.h"
+
+#define VFS_PATH_MAX      4096 /* bytes of a normalized path */
+#define VFS_NAME_MAX      255  /* bytes of one path component */
+#define VFS_MEMORY        ":memory:"
+#define VFS_READ_CAP      (1u << 20) /* default most bytes one vfs_read returns */
+#define VFS_LIST_CAP      10000      /* default most entries one vfs_list returns */
+
+struct vfs; /* opaque */
+
+struct vfs_options {
+    bool fsync;      /* fsync files and directories on write (default true) */
+    size_t read_cap; /* 0 = VFS_READ_CAP */
+};
+
+/* Opens (creating it and its parents with mode 0700 if missing) the workspace at dir, or a
+ * private RAM-backed directory when dir is VFS_MEMORY (removed by vfs_free; stale ones left by a
+ * crashed daemon are removed at the next :memory: open). opt may be NULL for the defaults.
+ * Fails with ERR_UNAVAILABLE when the kernel lacks openat2 (Linux < 5.6).
+ * Returns an owned vfs (free with vfs_free) or NULL with err set. */
+struct vfs *vfs_open(const char *dir, const struct vfs_options *opt, struct errinfo *err);
+
+/* Closes the root; for a :memory: workspace also deletes its tree. NULL is a no-op. */
+void vfs_free(struct vfs *v);
+
+/* The root's host path (absolute). Borrowed for the vfs's lifetime. */
+const char *vfs_root_path(const struct vfs *v);
+
+/* The root directory fd (O_PATH|O_DIRECTORY), borrowed for the vfs's lifetime. */
+int vfs_root_fd(const struct vfs *v);
+
+/* Pure. Normalizes a tool path into out ("/a/b": one leading slash, no trailing slash, no "."
+ * or ".." components, no empty components; the root is "/"). A relative path is taken from the
+ * root. Fails with ERR_INVALID for an empty path, a NUL-free check is the caller's (C strings),
+ * a backslash ("paths use '/'"), a component over VFS_NAME_MAX, or a result over VFS_PATH_MAX
+ * (ERR_TOO_LARGE). outsz must be at least VFS_PATH_MAX + 1. */
+int vfs_normalize(const char *in, char *out, size_t outsz, struct errinfo *err);
+
+enum vfs_type { VFS_FILE, VFS_DIR, VFS_SYMLINK, VFS_OTHER };
+
+struct vfs_stat {
+    enum vfs_type type;
+    uint64_t size;
+    int64_t mtime_ms; /* modification time, ms since the epoch */
+};
+
+/* Stats path without following a final symlink. ERR_NOT_FOUND when missing. */
+int vfs_stat(struct vfs *v, const char *path, struct vfs_stat *st, struct errinfo *err);
+
+struct vfs_data {
+    char *data;         /* owned (free with vfs_data_cleanup); NUL-terminated for convenience */
+    size_t len;         /* bytes in data */
+    uint64_t file_size; /* size of the whole file */
+    uint64_t offset;    /* where data starts in the file */
+    bool truncated;     /* the file goes on past offset + len */
+};
+
+/* Reads up to length bytes (0 = up to read_cap; never more than read_cap) from offset of the
+ * regular file at path. ERR_NOT_FOUND when missing, ERR_INVALID for a directory ("... is a
+ * directory; use list_dir") or anything not a regular file. An offset past the end gives 0
+ * bytes, not an error. */
+int vfs_read(struct vfs *v, const char *path, uint64_t offset, size_t length,
+             struct vfs_data *out, struct errinfo *err);
+void vfs_data_cleanup(struct vfs_data *d); /* frees d->data; safe on a zeroed struct */
+
+/* Atomically replaces (or creates) the regular file at path with data[0..len), creating missing
+ * parent directories. ERR_INVALID when path is "/" or names a directory ("... is a directory"),
+ * or when a parent component is a file. The new file has mode 0644 (0666 & ~umask).
+ * *created (may be NULL) tells whether the file did not exist before. */
+int vfs_write(struct vfs *v, const char *path, const void *data, size_t len, bool *created,
+              struct errinfo *err);
+
+struct vfs_entry {
+    char *name; /* owned by the listing */
+    enum vfs_type type;
+    uint64_t size; /* files: bytes; others 0 */
+    int64_t mtime_ms;
+};
+
+struct vfs_listing {
+    struct vfs_entry *entries; /* owned; sorted by name (bytewise) */
+    size_t count;
+    size_t total;   /* entries in the directory (count < total when capped) */
+    bool truncated; /* count < total */
+};
+
+/* Lists the directory at path, at most max entries (0 = VFS_LIST_CAP), "." and ".." left out.
+ * ERR_NOT_FOUND when missing, ERR_INVALID when path is a file ("... is a file; use read_file"). */
+int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *out,
+             struct errinfo *err);
+void vfs_listing_cleanup(struct vfs_listing *l); /* safe on a zeroed struct */
+
+/* Removes the file, symlink (the link itself) or directory at path. A non-empty directory needs
+ * recursive ("... is not empty; pass recursive: true"); the walk never follows symlinks and
+ * stays on the workspace's file system. "/" is refused with ERR_DENIED. *removed (may be NULL)
+ * counts the entries removed. */
+int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *removed,
+               struct errinfo *err);
+
+struct vfs_search_opts {
+    const char *query;   /* literal text, or a POSIX extended regex when regex is true */
+    const char *path;    /* directory or file to search; NULL = "/" */
+    const char *ext;     /* only files whose name ends in "." ext (ext without the dot), or NULL */
+    bool regex;
+    bool case_sensitive;
+    size_t max_results;  /* most matching lines reported (0 = 200) */
+    size_t max_line;     /* longest line text shown, in bytes (0 = 300; longer lines are cut with
+                            "…") */
+};
+
+struct vfs_search_result {
+    char *text;         /* owned: "path:line: text\n" per match; NUL-terminated */
+    size_t len;
+    size_t matches;     /* lines reported */
+    uint64_t files_scanned;
+    uint64_t binary_skipped; /* files skipped because they look binary (a NUL in the first 8 KiB) */
+    bool truncated;     /* stopped at max_results */
+};
+
+/* Searches every regular file under opts->path (symlinks are not followed; files that look
+ * binary are skipped) for lines that match, in path order. A bad regex is ERR_INVALID with
+ * regcomp's message. */
+int vfs_search(struct vfs *v, const struct vfs_search_opts *opts, struct vfs_search_result *out,
+               struct errinfo *err);
+void vfs_search_result_cleanup(struct vfs_search_result *r); /* safe on a zeroed struct */
+
+#endif /* DAEMON_VFS_H */
