@@ -1,1 +1,457 @@
-/* placeholder: being written */
+/* common/catalog.c - the tool catalog (see catalog.h).
+ *
+ * A catalog keeps the parsed documents alive and points into them: each tool's name, group
+ * and schemas are borrowed from its document's cJSON tree. Tools are sorted by name once, so
+ * catalog_find() is a binary search, and the tools/list text is printed once, because the
+ * proxy serves it on every tools/list.
+ *
+ * Validation is strict on purpose: the catalog is data written by hand and compiled in, so a
+ * typo ("requried", an unknown route, a schema keyword we do not implement) must fail the
+ * unit tests rather than make a tool silently accept what it should refuse. */
+#include "catalog.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog_data.h"
+#include "jsonrpc.h"
+#include "schema.h"
+
+#define CATALOG_NAME_MAX 128
+
+struct catalog_tool {
+    const char *name;  /* borrowed from the document */
+    const char *group; /* borrowed from the document */
+    enum catalog_route route;
+    const cJSON *tool; /* the tool's object in its document */
+    const cJSON *input_schema;
+    const cJSON *output_schema; /* or NULL */
+    bool read_only;
+};
+
+struct catalog {
+    cJSON **docs; /* owned parsed documents */
+    size_t ndocs;
+    struct catalog_tool *tools; /* sorted by name */
+    size_t ntools;
+    char *tools_json; /* owned; the tools/list "tools" array */
+};
+
+static const char *const annotation_names[] = {"readOnlyHint", "destructiveHint", "idempotentHint",
+                                               "openWorldHint"};
+
+bool catalog_is_valid_name(const char *name)
+{
+    size_t n = 0;
+
+    if (!name)
+        return false;
+    for (; name[n]; n++) {
+        char ch = name[n];
+        if (n >= CATALOG_NAME_MAX)
+            return false;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '.' || ch == '-'))
+            return false;
+    }
+    return n > 0;
+}
+
+/* Where a problem is, for messages: 'catalog document 1 ("workspace"), tool "read_file"'. */
+struct where {
+    size_t doc;
+    const char *group;
+    const char *tool;
+};
+
+static void fail(struct errinfo *err, const struct where *w, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(struct errinfo *err, const struct where *w, const char *fmt, ...)
+{
+    char rule[ERRINFO_MSG_MAX];
+    char place[ERRINFO_MSG_MAX];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    vsnprintf(rule, sizeof(rule), fmt, ap);
+    va_end(ap);
+    n = snprintf(place, sizeof(place), "catalog document %zu", w->doc + 1);
+    if (w->group && n > 0 && (size_t)n < sizeof(place))
+        n += snprintf(place + n, sizeof(place) - (size_t)n, " (\"%.40s\")", w->group);
+    if (w->tool && n > 0 && (size_t)n < sizeof(place))
+        snprintf(place + n, sizeof(place) - (size_t)n, ", tool \"%.40s\"", w->tool);
+    errinfo_set(err, ERR_INVALID, "%s: %s", place, rule);
+}
+
+static bool is_nonempty_string(const cJSON *v)
+{
+    return cJSON_IsString(v) && v->valuestring[0] != '\0';
+}
+
+/* An unknown member name in obj, or NULL; known is a NULL-terminated list. */
+static const char *unknown_key(const cJSON *obj, const char *const *known)
+{
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, obj)
+    {
+        size_t i;
+
+        for (i = 0; known[i]; i++) {
+            if (strcmp(m->string, known[i]) == 0)
+                break;
+        }
+        if (!known[i])
+            return m->string;
+    }
+    return NULL;
+}
+
+static int check_annotations(const cJSON *ann, const struct where *w, struct errinfo *err)
+{
+    const cJSON *m;
+    size_t i;
+
+    if (!cJSON_IsObject(ann)) {
+        fail(err, w, "annotations must be an object");
+        return -1;
+    }
+    cJSON_ArrayForEach(m, ann)
+    {
+        for (i = 0; i < sizeof(annotation_names) / sizeof(annotation_names[0]); i++) {
+            if (strcmp(m->string, annotation_names[i]) == 0)
+                break;
+        }
+        if (i == sizeof(annotation_names) / sizeof(annotation_names[0])) {
+            fail(err, w,
+                 "annotations.%.40s: unknown annotation (known: readOnlyHint, destructiveHint, "
+                 "idempotentHint, openWorldHint)",
+                 m->string);
+            return -1;
+        }
+        if (!cJSON_IsBool(m)) {
+            fail(err, w, "annotations.%s: must be true or false", m->string);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* inputSchema / outputSchema: an object schema that passes schema_check. */
+static int check_tool_schema(const cJSON *schema, const char *key, const struct where *w,
+                             struct errinfo *err)
+{
+    struct errinfo sub;
+    const cJSON *type;
+
+    if (!cJSON_IsObject(schema)) {
+        fail(err, w, "%s must be an object", key);
+        return -1;
+    }
+    type = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "object") != 0) {
+        fail(err, w, "%s must have \"type\": \"object\"", key);
+        return -1;
+    }
+    errinfo_clear(&sub);
+    if (schema_check(schema, &sub) != 0) {
+        fail(err, w, "%s: %s", key, sub.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_route(const cJSON *route, enum catalog_route *out)
+{
+    if (!cJSON_IsString(route))
+        return -1;
+    if (strcmp(route->valuestring, "local") == 0)
+        *out = CATALOG_ROUTE_LOCAL;
+    else if (strcmp(route->valuestring, "studio") == 0)
+        *out = CATALOG_ROUTE_STUDIO;
+    else
+        return -1;
+    return 0;
+}
+
+/* Checks one tool object and fills *t (borrowing from the document). */
+static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, struct errinfo *err)
+{
+    static const char *const known[] = {"name",        "title",        "description", "inputSchema",
+                                        "annotations", "outputSchema", "route",       NULL};
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
+    const cJSON *ann, *ro;
+    const char *extra;
+
+    if (!cJSON_IsObject(obj)) {
+        fail(err, w, "each tool must be an object");
+        return -1;
+    }
+    if (!cJSON_IsString(name) || !catalog_is_valid_name(name->valuestring)) {
+        fail(err, w, "name must be a string matching [A-Za-z0-9_.-]{1,128}");
+        return -1;
+    }
+    w->tool = name->valuestring;
+    extra = unknown_key(obj, known);
+    if (extra) {
+        fail(err, w, "unknown key \"%.40s\"", extra);
+        return -1;
+    }
+    if (!is_nonempty_string(cJSON_GetObjectItemCaseSensitive(obj, "title")) ||
+        !is_nonempty_string(cJSON_GetObjectItemCaseSensitive(obj, "description"))) {
+        fail(err, w, "title and description must be non-empty strings");
+        return -1;
+    }
+    t->name = name->valuestring;
+    t->group = w->group;
+    t->tool = obj;
+    t->input_schema = cJSON_GetObjectItemCaseSensitive(obj, "inputSchema");
+    t->output_schema = cJSON_GetObjectItemCaseSensitive(obj, "outputSchema");
+    if (check_tool_schema(t->input_schema, "inputSchema", w, err) != 0 ||
+        (t->output_schema && check_tool_schema(t->output_schema, "outputSchema", w, err) != 0))
+        return -1;
+    ann = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
+    if (ann && check_annotations(ann, w, err) != 0)
+        return -1;
+    ro = ann ? cJSON_GetObjectItemCaseSensitive(ann, "readOnlyHint") : NULL;
+    t->read_only = cJSON_IsTrue(ro);
+    if (parse_route(cJSON_GetObjectItemCaseSensitive(obj, "route"), &t->route) != 0) {
+        fail(err, w, "route must be \"local\" or \"studio\"");
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks one document's shape; returns its tools array. */
+static const cJSON *load_doc_shape(const cJSON *doc, struct where *w, struct errinfo *err)
+{
+    static const char *const known[] = {"group", "tools", NULL};
+    const cJSON *group = cJSON_GetObjectItemCaseSensitive(doc, "group");
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(doc, "tools");
+    const char *extra;
+
+    if (!cJSON_IsObject(doc)) {
+        fail(err, w, "must be an object {\"group\", \"tools\"}");
+        return NULL;
+    }
+    if (!cJSON_IsString(group) || !catalog_is_valid_name(group->valuestring)) {
+        fail(err, w, "group must be a string matching [A-Za-z0-9_.-]{1,128}");
+        return NULL;
+    }
+    w->group = group->valuestring;
+    extra = unknown_key(doc, known);
+    if (extra) {
+        fail(err, w, "unknown key \"%.40s\"", extra);
+        return NULL;
+    }
+    if (!cJSON_IsArray(tools)) {
+        fail(err, w, "tools must be an array");
+        return NULL;
+    }
+    return tools;
+}
+
+static int compare_tools(const void *a, const void *b)
+{
+    return strcmp(((const struct catalog_tool *)a)->name, ((const struct catalog_tool *)b)->name);
+}
+
+/* Adds each tool's MCP fields (references into the documents) to one array and prints it. */
+static char *build_tools_json(const struct catalog *cat)
+{
+    static const char *const shown[] = {"name",        "title",       "description",
+                                        "inputSchema", "annotations", "outputSchema"};
+    cJSON *arr = cJSON_CreateArray();
+    char *out = NULL;
+
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < cat->ntools; i++) {
+        cJSON *obj = cJSON_CreateObject();
+
+        if (!obj || !cJSON_AddItemToArray(arr, obj)) {
+            cJSON_Delete(obj);
+            goto out;
+        }
+        for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++) {
+            cJSON *item = cJSON_GetObjectItemCaseSensitive(cat->tools[i].tool, shown[k]);
+
+            if (item && !cJSON_AddItemReferenceToObject(obj, shown[k], item))
+                goto out;
+        }
+    }
+    out = cJSON_PrintUnformatted(arr);
+out:
+    cJSON_Delete(arr); /* references only: the documents keep their items */
+    return out;
+}
+
+/* Parses every document and loads its tools into cat->tools (unsorted). */
+static int load_docs(struct catalog *cat, const char *const *docs, size_t n, struct errinfo *err)
+{
+    struct where w;
+    struct errinfo perr;
+    const cJSON *tools, *t;
+    size_t total = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        memset(&w, 0, sizeof(w));
+        w.doc = i;
+        errinfo_clear(&perr);
+        cat->docs[i] = jsonrpc_parse(docs[i], strlen(docs[i]), &perr);
+        if (!cat->docs[i]) {
+            fail(err, &w, "%s", perr.msg);
+            return -1;
+        }
+        cat->ndocs = i + 1;
+        tools = load_doc_shape(cat->docs[i], &w, err);
+        if (!tools)
+            return -1;
+        total += (size_t)cJSON_GetArraySize(tools);
+    }
+    cat->tools = calloc(total ? total : 1, sizeof(*cat->tools));
+    if (!cat->tools) {
+        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        memset(&w, 0, sizeof(w));
+        w.doc = i;
+        tools = load_doc_shape(cat->docs[i], &w, err);
+        cJSON_ArrayForEach(t, tools)
+        {
+            if (load_tool(t, &w, &cat->tools[cat->ntools], err) != 0)
+                return -1;
+            cat->ntools++;
+            w.tool = NULL;
+        }
+    }
+    return 0;
+}
+
+struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err)
+{
+    struct catalog *cat = calloc(1, sizeof(*cat));
+
+    if (cat)
+        cat->docs = calloc(n ? n : 1, sizeof(*cat->docs));
+    if (!cat || !cat->docs) {
+        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+        goto fail;
+    }
+    if (load_docs(cat, docs, n, err) != 0)
+        goto fail;
+    qsort(cat->tools, cat->ntools, sizeof(*cat->tools), compare_tools);
+    for (size_t i = 1; i < cat->ntools; i++) {
+        if (strcmp(cat->tools[i - 1].name, cat->tools[i].name) == 0) {
+            errinfo_set(err, ERR_INVALID,
+                        "catalog: tool \"%s\" is defined twice (groups \"%s\" and \"%s\")",
+                        cat->tools[i].name, cat->tools[i - 1].group, cat->tools[i].group);
+            goto fail;
+        }
+    }
+    cat->tools_json = build_tools_json(cat);
+    if (!cat->tools_json) {
+        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+        goto fail;
+    }
+    return cat;
+fail:
+    catalog_free(cat);
+    return NULL;
+}
+
+void catalog_free(struct catalog *cat)
+{
+    if (!cat)
+        return;
+    for (size_t i = 0; i < cat->ndocs; i++)
+        cJSON_Delete(cat->docs[i]);
+    free(cat->docs);
+    free(cat->tools);
+    free(cat->tools_json);
+    free(cat);
+}
+
+static struct catalog *builtin;
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+
+static void builtin_init(void)
+{
+    struct errinfo err;
+
+    errinfo_clear(&err);
+    builtin = catalog_new(catalog_builtin_docs, catalog_builtin_ndocs, &err);
+    if (!builtin) {
+        /* A build bug (the unit tests catch it first): there is no sane way to go on. */
+        fprintf(stderr, "runbox: the built-in tool catalog (common/tools/*.json) is broken: %s\n",
+                err.msg);
+        abort();
+    }
+}
+
+const struct catalog *catalog_builtin(void)
+{
+    pthread_once(&builtin_once, builtin_init);
+    return builtin;
+}
+
+size_t catalog_count(const struct catalog *cat)
+{
+    return cat->ntools;
+}
+
+const struct catalog_tool *catalog_at(const struct catalog *cat, size_t i)
+{
+    return i < cat->ntools ? &cat->tools[i] : NULL;
+}
+
+const struct catalog_tool *catalog_find(const struct catalog *cat, const char *name)
+{
+    struct catalog_tool key;
+
+    if (!name)
+        return NULL;
+    key.name = name;
+    return bsearch(&key, cat->tools, cat->ntools, sizeof(*cat->tools), compare_tools);
+}
+
+const char *catalog_tool_name(const struct catalog_tool *tool)
+{
+    return tool->name;
+}
+
+const char *catalog_tool_group(const struct catalog_tool *tool)
+{
+    return tool->group;
+}
+
+enum catalog_route catalog_tool_route(const struct catalog_tool *tool)
+{
+    return tool->route;
+}
+
+const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool)
+{
+    return tool->input_schema;
+}
+
+const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool)
+{
+    return tool->output_schema;
+}
+
+bool catalog_tool_is_read_only(const struct catalog_tool *tool)
+{
+    return tool->read_only;
+}
+
+const char *catalog_tools_json(const struct catalog *cat)
+{
+    return cat->tools_json;
+}

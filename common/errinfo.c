@@ -25,6 +25,9 @@ static void flatten(char *s)
 }
 
 static void vset(struct errinfo *err, enum errinfo_kind kind, int sys_errno, const char *fmt,
+                 va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void vset(struct errinfo *err, enum errinfo_kind kind, int sys_errno, const char *fmt,
                  va_list ap)
 {
     err->kind = kind;

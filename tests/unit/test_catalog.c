@@ -1,0 +1,466 @@
+/* tests/unit/test_catalog.c - the compiled-in catalog loads and every tool accepts arguments
+ * built from its own schema; malformed catalogs are refused with a message naming the rule. */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "catalog_data.h"
+#include "schema.h"
+
+/* ---- a value generator: the smallest arguments a schema accepts ---- */
+
+static cJSON *build_value(const cJSON *schema, bool all_properties);
+
+static const char *first_type(const cJSON *schema)
+{
+    const cJSON *type = cJSON_GetObjectItem(schema, "type");
+
+    if (cJSON_IsString(type))
+        return type->valuestring;
+    if (cJSON_IsArray(type) && cJSON_IsString(type->child))
+        return type->child->valuestring;
+    return "null";
+}
+
+static double number_for(const cJSON *schema, bool integer)
+{
+    const cJSON *min = cJSON_GetObjectItem(schema, "minimum");
+    const cJSON *exmin = cJSON_GetObjectItem(schema, "exclusiveMinimum");
+    const cJSON *max = cJSON_GetObjectItem(schema, "maximum");
+    double d = 0;
+
+    if (cJSON_IsNumber(min))
+        d = min->valuedouble;
+    else if (cJSON_IsNumber(exmin))
+        d = integer ? floor(exmin->valuedouble) + 1 : exmin->valuedouble + 0.5;
+    else if (cJSON_IsNumber(max) && max->valuedouble < 0)
+        d = max->valuedouble;
+    return integer ? ceil(d) : d;
+}
+
+static cJSON *build_object(const cJSON *schema, bool all_properties)
+{
+    const cJSON *props = cJSON_GetObjectItem(schema, "properties");
+    const cJSON *required = cJSON_GetObjectItem(schema, "required");
+    cJSON *obj = cJSON_CreateObject();
+    const cJSON *p, *r;
+
+    if (all_properties) {
+        cJSON_ArrayForEach(p, props)
+        {
+            cJSON_AddItemToObject(obj, p->string, build_value(p, true));
+        }
+        return obj;
+    }
+    cJSON_ArrayForEach(r, required)
+    {
+        p = cJSON_GetObjectItem(props, r->valuestring);
+        cJSON_AddItemToObject(obj, r->valuestring, p ? build_value(p, false) : cJSON_CreateNull());
+    }
+    return obj;
+}
+
+static cJSON *build_value(const cJSON *schema, bool all_properties)
+{
+    const cJSON *k;
+    const char *type;
+    char text[4097];
+    int n;
+
+    if (!cJSON_IsObject(schema))
+        return cJSON_CreateNull();
+    k = cJSON_GetObjectItem(schema, "const");
+    if (k)
+        return cJSON_Duplicate(k, true);
+    k = cJSON_GetObjectItem(schema, "enum");
+    if (cJSON_IsArray(k) && k->child)
+        return cJSON_Duplicate(k->child, true);
+    k = cJSON_GetObjectItem(schema, "oneOf");
+    if (!k)
+        k = cJSON_GetObjectItem(schema, "anyOf");
+    if (cJSON_IsArray(k) && k->child)
+        return build_value(k->child, all_properties);
+    type = first_type(schema);
+    if (strcmp(type, "object") == 0)
+        return build_object(schema, all_properties);
+    if (strcmp(type, "string") == 0) {
+        k = cJSON_GetObjectItem(schema, "minLength");
+        n = cJSON_IsNumber(k) ? k->valueint : 0;
+        if (n < 1)
+            n = 1;
+        if (n > 4096)
+            n = 4096;
+        memset(text, 'a', (size_t)n);
+        text[n] = '\0';
+        return cJSON_CreateString(text);
+    }
+    if (strcmp(type, "integer") == 0 || strcmp(type, "number") == 0)
+        return cJSON_CreateNumber(number_for(schema, strcmp(type, "integer") == 0));
+    if (strcmp(type, "boolean") == 0)
+        return cJSON_CreateFalse();
+    if (strcmp(type, "array") == 0) {
+        cJSON *arr = cJSON_CreateArray();
+        const cJSON *items = cJSON_GetObjectItem(schema, "items");
+
+        k = cJSON_GetObjectItem(schema, "minItems");
+        for (int i = 0; cJSON_IsNumber(k) && i < k->valueint; i++)
+            cJSON_AddItemToArray(arr, build_value(items, all_properties));
+        return arr;
+    }
+    return cJSON_CreateNull();
+}
+
+/* ---- the built-in catalog ---- */
+
+START_TEST(test_catalog_builtin_loads)
+{
+    const struct catalog *cat = catalog_builtin();
+    size_t expected = 0;
+
+    ck_assert_ptr_nonnull(cat);
+    ck_assert_ptr_eq(catalog_builtin(), cat); /* built once */
+    ck_assert_uint_gt(catalog_builtin_ndocs, 0);
+    for (size_t i = 0; i < catalog_builtin_ndocs; i++) {
+        cJSON *doc = cJSON_Parse(catalog_builtin_docs[i]);
+
+        ck_assert_ptr_nonnull(doc);
+        expected += (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(doc, "tools"));
+        cJSON_Delete(doc);
+    }
+    ck_assert_uint_eq(catalog_count(cat), expected);
+    ck_assert_ptr_nonnull(catalog_find(cat, "read_file"));
+    ck_assert_str_eq(catalog_tool_group(catalog_find(cat, "read_file")), "workspace");
+}
+END_TEST
+
+START_TEST(test_catalog_builtin_tools_are_sorted_and_found)
+{
+    const struct catalog *cat = catalog_builtin();
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const struct catalog_tool *t = catalog_at(cat, i);
+
+        ck_assert(catalog_is_valid_name(catalog_tool_name(t)));
+        ck_assert_ptr_eq(catalog_find(cat, catalog_tool_name(t)), t);
+        if (i > 0)
+            ck_assert_int_lt(
+                strcmp(catalog_tool_name(catalog_at(cat, i - 1)), catalog_tool_name(t)), 0);
+    }
+    ck_assert_ptr_null(catalog_find(cat, "no_such_tool"));
+    ck_assert_ptr_null(catalog_find(cat, ""));
+    ck_assert_ptr_null(catalog_find(cat, NULL));
+}
+END_TEST
+
+/* Every tool accepts the smallest arguments its schema allows, and arguments with every
+ * property set; an undeclared property is refused where additionalProperties is false. */
+START_TEST(test_catalog_builtin_schemas_accept_built_arguments)
+{
+    const struct catalog *cat = catalog_builtin();
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const struct catalog_tool *t = catalog_at(cat, i);
+        const cJSON *schema = catalog_tool_input_schema(t);
+        struct schema_report rep;
+        struct errinfo err;
+        cJSON *args;
+
+        errinfo_clear(&err);
+        ck_assert_msg(schema_check(schema, &err) == 0, "%s: %s", catalog_tool_name(t), err.msg);
+        for (int all = 0; all < 2; all++) {
+            args = build_value(schema, all);
+            ck_assert_msg(schema_validate(schema, args, "arguments", &rep) == 0, "%s: %s",
+                          catalog_tool_name(t), rep.msgs[0]);
+            if (cJSON_IsFalse(cJSON_GetObjectItem(schema, "additionalProperties"))) {
+                cJSON_AddNumberToObject(args, "__surely_not_declared", 1);
+                ck_assert_int_eq(schema_validate(schema, args, "arguments", &rep), -1);
+            }
+            cJSON_Delete(args);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_catalog_builtin_output_schemas_check)
+{
+    const struct catalog *cat = catalog_builtin();
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const cJSON *out = catalog_tool_output_schema(catalog_at(cat, i));
+        struct errinfo err;
+
+        errinfo_clear(&err);
+        if (out)
+            ck_assert_msg(schema_check(out, &err) == 0, "%s", err.msg);
+    }
+}
+END_TEST
+
+START_TEST(test_catalog_tools_json_shape)
+{
+    const struct catalog *cat = catalog_builtin();
+    const char *text = catalog_tools_json(cat);
+    cJSON *arr = cJSON_Parse(text);
+    const cJSON *tool;
+    size_t i = 0;
+
+    ck_assert_ptr_nonnull(arr);
+    ck_assert(cJSON_IsArray(arr));
+    ck_assert_ptr_null(strchr(text, '\n'));          /* compact */
+    ck_assert_ptr_eq(catalog_tools_json(cat), text); /* built once */
+    ck_assert_uint_eq((size_t)cJSON_GetArraySize(arr), catalog_count(cat));
+    cJSON_ArrayForEach(tool, arr)
+    {
+        const struct catalog_tool *t = catalog_at(cat, i++);
+
+        ck_assert_str_eq(cJSON_GetObjectItem(tool, "name")->valuestring, catalog_tool_name(t));
+        ck_assert(cJSON_IsString(cJSON_GetObjectItem(tool, "title")));
+        ck_assert(cJSON_IsString(cJSON_GetObjectItem(tool, "description")));
+        ck_assert(cJSON_Compare(cJSON_GetObjectItem(tool, "inputSchema"),
+                                catalog_tool_input_schema(t), true));
+        ck_assert_ptr_null(cJSON_GetObjectItem(tool, "route"));
+        ck_assert_ptr_null(cJSON_GetObjectItem(tool, "group"));
+        ck_assert_int_eq(cJSON_GetObjectItem(tool, "outputSchema") != NULL,
+                         catalog_tool_output_schema(t) != NULL);
+    }
+    cJSON_Delete(arr);
+}
+END_TEST
+
+static void *builtin_from_thread(void *arg)
+{
+    (void)arg;
+    return (void *)catalog_builtin();
+}
+
+START_TEST(test_catalog_builtin_once_across_threads)
+{
+    pthread_t th[4];
+    void *got[4];
+
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, builtin_from_thread, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_join(th[i], &got[i]), 0);
+    for (int i = 1; i < 4; i++)
+        ck_assert_ptr_eq(got[i], got[0]);
+}
+END_TEST
+
+/* ---- custom documents ---- */
+
+#define TOOL(name, extra)                                                                          \
+    "{\"name\":\"" name "\",\"title\":\"T\",\"description\":\"D\","                                \
+    "\"inputSchema\":{\"type\":\"object\"},\"route\":\"local\"" extra "}"
+#define DOC(group, tools) "{\"group\":\"" group "\",\"tools\":[" tools "]}"
+
+START_TEST(test_catalog_custom_accessors)
+{
+    const char *docs[] = {
+        DOC("g1", TOOL("zeta", ",\"annotations\":{\"readOnlyHint\":true}") "," TOOL("alpha", "")),
+        "{\"group\":\"studio-x\",\"tools\":[{\"name\":\"mid.tool-1\",\"title\":\"M\","
+        "\"description\":\"D\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"a\":"
+        "{\"type\":\"string\"}}},\"outputSchema\":{\"type\":\"object\"},\"route\":\"studio\","
+        "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true}}]}",
+    };
+    struct errinfo err;
+    struct catalog *cat;
+    const struct catalog_tool *t;
+
+    errinfo_clear(&err);
+    cat = catalog_new(docs, 2, &err);
+    ck_assert_msg(cat != NULL, "%s", err.msg);
+    ck_assert_uint_eq(catalog_count(cat), 3);
+    ck_assert_str_eq(catalog_tool_name(catalog_at(cat, 0)), "alpha");
+    ck_assert_str_eq(catalog_tool_name(catalog_at(cat, 1)), "mid.tool-1");
+    ck_assert_str_eq(catalog_tool_name(catalog_at(cat, 2)), "zeta");
+    t = catalog_find(cat, "zeta");
+    ck_assert(catalog_tool_is_read_only(t));
+    ck_assert_int_eq(catalog_tool_route(t), CATALOG_ROUTE_LOCAL);
+    ck_assert_str_eq(catalog_tool_group(t), "g1");
+    ck_assert_ptr_null(catalog_tool_output_schema(t));
+    t = catalog_find(cat, "mid.tool-1");
+    ck_assert(!catalog_tool_is_read_only(t));
+    ck_assert_int_eq(catalog_tool_route(t), CATALOG_ROUTE_STUDIO);
+    ck_assert_str_eq(catalog_tool_group(t), "studio-x");
+    ck_assert_ptr_nonnull(catalog_tool_output_schema(t));
+    ck_assert_ptr_nonnull(cJSON_GetObjectItem(catalog_tool_input_schema(t), "properties"));
+    ck_assert(!catalog_tool_is_read_only(catalog_find(cat, "alpha"))); /* no annotations */
+    ck_assert_str_eq(catalog_tools_json(cat),
+                     "[{\"name\":\"alpha\",\"title\":\"T\",\"description\":\"D\","
+                     "\"inputSchema\":{\"type\":\"object\"}},"
+                     "{\"name\":\"mid.tool-1\",\"title\":\"M\",\"description\":\"D\","
+                     "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                     "\"string\"}}},\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":"
+                     "true},\"outputSchema\":{\"type\":\"object\"}},"
+                     "{\"name\":\"zeta\",\"title\":\"T\",\"description\":\"D\","
+                     "\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"readOnlyHint\":"
+                     "true}}]");
+    catalog_free(cat);
+    catalog_free(NULL);
+}
+END_TEST
+
+START_TEST(test_catalog_empty_is_allowed)
+{
+    const char *docs[] = {DOC("empty", "")};
+    struct catalog *cat = catalog_new(docs, 1, NULL);
+
+    ck_assert_ptr_nonnull(cat);
+    ck_assert_uint_eq(catalog_count(cat), 0);
+    ck_assert_str_eq(catalog_tools_json(cat), "[]");
+    ck_assert_ptr_null(catalog_find(cat, "x"));
+    catalog_free(cat);
+}
+END_TEST
+
+static const struct {
+    const char *doc1, *doc2; /* doc2 may be NULL */
+    const char *msg;
+} rejects[] = {
+    {DOC("g", TOOL("a", "") "," TOOL("a", "")), NULL,
+     "catalog: tool \"a\" is defined twice (groups \"g\" and \"g\")"},
+    {DOC("g", TOOL("a", "")), DOC("h", TOOL("a", "")),
+     "catalog: tool \"a\" is defined twice (groups \"g\" and \"h\")"},
+    {DOC("g", TOOL("bad name", "")), NULL,
+     "catalog document 1 (\"g\"): name must be a string matching [A-Za-z0-9_.-]{1,128}"},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"T\",\"inputSchema\":{\"type\":\"object\"},"
+              "\"route\":\"local\"}"),
+     NULL,
+     "catalog document 1 (\"g\"), tool \"a\": title and description must be non-empty strings"},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"\",\"description\":\"D\",\"inputSchema\":"
+              "{\"type\":\"object\"},\"route\":\"local\"}"),
+     NULL,
+     "catalog document 1 (\"g\"), tool \"a\": title and description must be non-empty strings"},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"T\",\"description\":\"D\",\"inputSchema\":"
+              "{\"type\":\"object\"},\"route\":\"remote\"}"),
+     NULL, "catalog document 1 (\"g\"), tool \"a\": route must be \"local\" or \"studio\""},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"T\",\"description\":\"D\",\"inputSchema\":"
+              "{\"type\":\"object\"}}"),
+     NULL, "catalog document 1 (\"g\"), tool \"a\": route must be \"local\" or \"studio\""},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"T\",\"description\":\"D\",\"inputSchema\":"
+              "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"int\"}}},"
+              "\"route\":\"local\"}"),
+     NULL,
+     "catalog document 1 (\"g\"), tool \"a\": inputSchema: properties.n.type: unknown type "
+     "\"int\""},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"T\",\"description\":\"D\",\"inputSchema\":"
+              "{\"type\":\"object\",\"pattern\":\"x\"},\"route\":\"local\"}"),
+     NULL,
+     "catalog document 1 (\"g\"), tool \"a\": inputSchema: pattern: keyword not supported by "
+     "this validator"},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"T\",\"description\":\"D\",\"inputSchema\":"
+              "{\"type\":\"string\"},\"route\":\"local\"}"),
+     NULL, "catalog document 1 (\"g\"), tool \"a\": inputSchema must have \"type\": \"object\""},
+    {DOC("g", "{\"name\":\"a\",\"title\":\"T\",\"description\":\"D\",\"route\":\"local\"}"), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": inputSchema must be an object"},
+    {DOC("g", TOOL("a", ",\"outputSchema\":{\"type\":\"object\",\"required\":5}")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": outputSchema: required: must be an array of "
+     "property names"},
+    {DOC("g", TOOL("a", ",\"annotations\":{\"readOnly\":true}")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": annotations.readOnly: unknown annotation (known: "
+     "readOnlyHint, destructiveHint, idempotentHint, openWorldHint)"},
+    {DOC("g", TOOL("a", ",\"annotations\":{\"readOnlyHint\":\"yes\"}")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": annotations.readOnlyHint: must be true or false"},
+    {DOC("g", TOOL("a", ",\"annotations\":[]")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": annotations must be an object"},
+    {DOC("g", TOOL("a", ",\"inputschema\":{}")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": unknown key \"inputschema\""},
+    {DOC("g", "7"), NULL, "catalog document 1 (\"g\"): each tool must be an object"},
+    {"{\"group\":\"g\",\"tools\":[],\"version\":1}", NULL,
+     "catalog document 1 (\"g\"): unknown key \"version\""},
+    {"{\"tools\":[]}", NULL,
+     "catalog document 1: group must be a string matching [A-Za-z0-9_.-]{1,128}"},
+    {"{\"group\":\"g\",\"tools\":{}}", NULL, "catalog document 1 (\"g\"): tools must be an array"},
+    {"[]", NULL, "catalog document 1: must be an object {\"group\", \"tools\"}"},
+    {DOC("g", ""), "{\"group\":\"h\",",
+     "catalog document 2: invalid JSON at byte 13: unexpected "
+     "end of input"},
+};
+
+START_TEST(test_catalog_rejects_table)
+{
+    const char *docs[2] = {rejects[_i].doc1, rejects[_i].doc2};
+    struct errinfo err;
+    struct catalog *cat;
+
+    errinfo_clear(&err);
+    cat = catalog_new(docs, rejects[_i].doc2 ? 2 : 1, &err);
+    ck_assert_ptr_null(cat);
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    ck_assert_str_eq(err.msg, rejects[_i].msg);
+}
+END_TEST
+
+static const struct {
+    const char *name;
+    bool valid;
+} names[] = {
+    {"a", true},           {"read_file", true}, {"a.b-c_D9", true},     {"", false},
+    {"a b", false},        {"a/b", false},      {"caf\xc3\xa9", false}, {"a\n", false},
+    {"tools/call", false},
+};
+
+START_TEST(test_catalog_name_rule_table)
+{
+    ck_assert_int_eq(catalog_is_valid_name(names[_i].name), names[_i].valid);
+}
+END_TEST
+
+START_TEST(test_catalog_name_rule_length)
+{
+    char name[130];
+
+    memset(name, 'n', sizeof(name));
+    name[128] = '\0';
+    ck_assert(catalog_is_valid_name(name));
+    name[128] = 'n';
+    name[129] = '\0';
+    ck_assert(!catalog_is_valid_name(name));
+    ck_assert(!catalog_is_valid_name(NULL));
+}
+END_TEST
+
+static Suite *catalog_suite(void)
+{
+    Suite *s = suite_create("catalog");
+    TCase *tc;
+
+    tc = tcase_create("builtin");
+    tcase_add_test(tc, test_catalog_builtin_loads);
+    tcase_add_test(tc, test_catalog_builtin_tools_are_sorted_and_found);
+    tcase_add_test(tc, test_catalog_builtin_schemas_accept_built_arguments);
+    tcase_add_test(tc, test_catalog_builtin_output_schemas_check);
+    tcase_add_test(tc, test_catalog_tools_json_shape);
+    tcase_add_test(tc, test_catalog_builtin_once_across_threads);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("custom");
+    tcase_add_test(tc, test_catalog_custom_accessors);
+    tcase_add_test(tc, test_catalog_empty_is_allowed);
+    tcase_add_loop_test(tc, test_catalog_rejects_table, 0,
+                        (int)(sizeof(rejects) / sizeof(rejects[0])));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("names");
+    tcase_add_loop_test(tc, test_catalog_name_rule_table, 0,
+                        (int)(sizeof(names) / sizeof(names[0])));
+    tcase_add_test(tc, test_catalog_name_rule_length);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(catalog_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
