@@ -1,1 +1,1132 @@
-/* placeholder: being written */
+/* common/mcp.c - the MCP protocol engine (see mcp.h).
+ *
+ * DESIGN
+ * Each message is parsed once. Requests the engine answers itself (initialize, ping,
+ * logging/setLevel, tools/list) are answered at once and their tree freed. A valid tools/call
+ * becomes a struct mcp_call that takes ownership of the whole parsed message: the arguments
+ * handed to the back end are borrowed from that tree, so nothing is copied on the way in.
+ * On the way out a tool result is written straight into one buffer (the text escaped in one
+ * pass, UTF-8 checked on the way), which is the hot path of the proxy.
+ *
+ * Calls in flight sit in a small chained hash table keyed by the compact JSON text of their
+ * request id ("7" and "\"7\"" are different ids), so notifications/cancelled and the
+ * duplicate-id check are O(1) with hundreds in flight.
+ *
+ * Batches (2025-03-26 only): the array's members are detached one by one and handled like
+ * single messages, except that their answers are appended to the batch's buffer. The batch
+ * counts the answers it still owes, plus one while its members are being dispatched, so a
+ * call that the back end finishes inside call_tool cannot complete the batch early; the array
+ * is sent when the count reaches zero, and nothing is sent when no member was a request. */
+#include "mcp.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errinfo.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "schema.h"
+
+/* Ceiling for any one message the engine builds (a tool result, a batch answer). Tool
+ * results are capped far below this by the tools themselves; past it the client gets -32603. */
+#define MCP_RESPONSE_MAX ((size_t)64 << 20)
+
+#define MCP_BATCH_VERSION "2025-03-26"
+
+static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                                "2025-11-25"};
+
+static const char *const client_log_levels[] = {"debug", "info",     "notice", "warning",
+                                                "error", "critical", "alert",  "emergency"};
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- a growable output buffer with a ceiling ---- */
+
+struct buf {
+    char *p; /* owned, not NUL-terminated */
+    size_t len, cap;
+    bool failed; /* out of memory or over MCP_RESPONSE_MAX: the content is unusable */
+};
+
+static bool buf_reserve(struct buf *b, size_t extra)
+{
+    size_t cap;
+    char *p;
+
+    if (b->failed)
+        return false;
+    if (extra <= b->cap - b->len)
+        return true;
+    if (extra > MCP_RESPONSE_MAX - b->len) {
+        b->failed = true;
+        return false;
+    }
+    cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra)
+        cap *= 2;
+    p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = true;
+        return false;
+    }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+static void buf_put(struct buf *b, const char *s, size_t n)
+{
+    if (n == 0 || !buf_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void buf_puts(struct buf *b, const char *s)
+{
+    buf_put(b, s, strlen(s));
+}
+
+/* Returns the owned NUL-terminated content (free with free()), or NULL when the buffer
+ * failed; the buffer is reset either way. */
+static char *buf_take(struct buf *b, size_t *len)
+{
+    char *p = NULL;
+
+    if (!b->failed && buf_reserve(b, 1)) {
+        b->p[b->len] = '\0';
+        p = b->p;
+        b->p = NULL;
+        if (len)
+            *len = b->len;
+    }
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+    return p;
+}
+
+/* Length of the well-formed UTF-8 sequence starting at s[0] (a byte >= 0x80), or 0. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    size_t len;
+
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    /* The second byte's range excludes overlong forms, surrogates and code points > U+10FFFF. */
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+/* True when any of the 8 bytes at p is a control character, non-ASCII, '"' or '\\'. Uses the
+ * exact "some byte is below n" test (v - n*0x01..) & ~v & 0x80.., for n = 0x20 on the bytes
+ * and n = 1 (some byte is zero) on the bytes xor'ed with '"' and with '\\'. */
+static bool word_needs_escape(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t x, quote, bslash;
+
+    memcpy(&x, p, 8);
+    quote = x ^ (ones * '"');
+    bslash = x ^ (ones * '\\');
+    return ((x | ((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) |
+             ((bslash - ones) & ~bslash)) &
+            highs) != 0;
+}
+
+/* Writes the escape for byte c (a control character, '"', '\\', or a byte that is not part of
+ * well-formed UTF-8, which becomes U+FFFD) at out, which has room for 6 bytes. Returns the
+ * new end. */
+static char *put_escape(char *out, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    *out++ = '\\';
+    if (c == '"' || c == '\\') {
+        *out++ = (char)c;
+    } else if (c == '\n') {
+        *out++ = 'n';
+    } else if (c == '\r') {
+        *out++ = 'r';
+    } else if (c == '\t') {
+        *out++ = 't';
+    } else if (c >= 0x80) {
+        memcpy(out, "ufffd", 5);
+        out += 5;
+    } else {
+        memcpy(out, "u00", 3);
+        out[3] = hex[c >> 4];
+        out[4] = hex[c & 0xF];
+        out += 5;
+    }
+    return out;
+}
+
+/* Appends str[0..n) as a JSON string. Invalid UTF-8 becomes U+FFFD, so what we send is
+ * always valid JSON text even when a tool's output is not.
+ *
+ * This is the proxy's hottest loop (every tool result passes through it). The invariant that
+ * keeps it tight: before each input byte the buffer has room for all remaining input plus the
+ * closing quote, so bytes copied as they are need no check; only an escape, which grows the
+ * output, reserves again. */
+static void buf_put_json_string(struct buf *b, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0, k;
+    char *out;
+
+    if (!buf_reserve(b, n + 2))
+        return;
+    out = b->p + b->len;
+    *out++ = '"';
+    while (i < n) {
+        unsigned char c;
+
+        /* Eight plain ASCII bytes at a time (room for them is guaranteed, see above). */
+        while (n - i >= 8 && !word_needs_escape(s + i)) {
+            memcpy(out, s + i, 8);
+            out += 8;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        c = s[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            *out++ = (char)c;
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            k = utf8_seq_len(s + i, n - i);
+            if (k) {
+                memcpy(out, s + i, k);
+                out += k;
+                i += k;
+                continue;
+            }
+        }
+        b->len = (size_t)(out - b->p);
+        if (!buf_reserve(b, 6 + (n - i) + 1))
+            return;
+        out = b->p + b->len;
+        out = put_escape(out, c);
+        i++;
+    }
+    *out++ = '"';
+    b->len = (size_t)(out - b->p);
+}
+
+/* Appends the JSON text of a request id: a string, an integer number, or null. */
+static void buf_put_id(struct buf *b, const cJSON *id)
+{
+    char num[40];
+    int n;
+
+    if (cJSON_IsString(id)) {
+        buf_put_json_string(b, id->valuestring, strlen(id->valuestring));
+        return;
+    }
+    if (!cJSON_IsNumber(id)) {
+        buf_put(b, "null", 4);
+        return;
+    }
+    /* Integers print exactly; a huge one falls back to exponent form, still valid JSON. */
+    if (fabs(id->valuedouble) < 1e18)
+        n = snprintf(num, sizeof(num), "%.0f", id->valuedouble);
+    else
+        n = snprintf(num, sizeof(num), "%.17g", id->valuedouble);
+    if (n > 0 && (size_t)n < sizeof(num))
+        buf_put(b, num, (size_t)n);
+    else
+        buf_put(b, "null", 4);
+}
+
+static const char *json_type_name(const cJSON *v)
+{
+    if (cJSON_IsObject(v))
+        return "object";
+    if (cJSON_IsArray(v))
+        return "array";
+    if (cJSON_IsString(v))
+        return "string";
+    if (cJSON_IsBool(v))
+        return "boolean";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsNumber(v))
+        return v->valuedouble == floor(v->valuedouble) ? "integer" : "number";
+    return "nothing";
+}
+
+static bool is_integer_number(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble);
+}
+
+/* ---- session, calls, batches ---- */
+
+struct batch {
+    size_t pending; /* answers still owed, plus one while the members are being dispatched */
+    size_t answers; /* answers already in out */
+    struct buf out; /* "[a,b,..." */
+};
+
+struct mcp_call {
+    struct mcp_session *s;
+    struct mcp_call *next; /* hash chain */
+    struct batch *batch;   /* borrowed, or NULL */
+    cJSON *msg;            /* owned: the whole request; everything below is borrowed from it */
+    const cJSON *id;
+    const cJSON *args;
+    const cJSON *progress_token; /* or NULL */
+    const struct catalog_tool *tool;
+    char *id_text; /* owned, compact JSON of id */
+    size_t id_len;
+    uint32_t hash;
+    void *data;
+    double last_progress;
+    bool has_progress;
+    bool cancelling; /* cancel_call is running: a late finish is dropped */
+};
+
+struct mcp_session {
+    const struct catalog *cat;
+    const struct mcp_backend *be;
+    void *ctx;
+    const struct mcp_server_info *info;
+    const char *protocol;    /* one of protocol_versions, NULL before initialize */
+    bool client_ready;       /* notifications/initialized seen */
+    bool closing;            /* mcp_session_free is running: send nothing */
+    size_t client_log_level; /* index into client_log_levels (logging/setLevel) */
+    struct mcp_call **buckets;
+    size_t nbuckets; /* a power of two, or 0 before the first call */
+    size_t inflight;
+};
+
+static uint32_t hash_text(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static struct mcp_call *calls_find(const struct mcp_session *s, const char *id, size_t len)
+{
+    struct mcp_call *c;
+
+    if (!s->nbuckets)
+        return NULL;
+    c = s->buckets[hash_text(id, len) & (s->nbuckets - 1)];
+    for (; c; c = c->next)
+        if (c->id_len == len && memcmp(c->id_text, id, len) == 0)
+            return c;
+    return NULL;
+}
+
+static int calls_grow(struct mcp_session *s)
+{
+    size_t n = s->nbuckets ? s->nbuckets * 2 : 16;
+    struct mcp_call **nb = calloc(n, sizeof(*nb));
+
+    if (!nb)
+        return -1;
+    for (size_t i = 0; i < s->nbuckets; i++) {
+        while (s->buckets[i]) {
+            struct mcp_call *c = s->buckets[i];
+
+            s->buckets[i] = c->next;
+            c->next = nb[c->hash & (n - 1)];
+            nb[c->hash & (n - 1)] = c;
+        }
+    }
+    free(s->buckets);
+    s->buckets = nb;
+    s->nbuckets = n;
+    return 0;
+}
+
+static int calls_add(struct mcp_session *s, struct mcp_call *c)
+{
+    struct mcp_call **slot;
+
+    if (s->inflight >= s->nbuckets && calls_grow(s) < 0 && !s->nbuckets)
+        return -1; /* a failed grow with buckets present just makes chains longer */
+    slot = &s->buckets[c->hash & (s->nbuckets - 1)];
+    c->next = *slot;
+    *slot = c;
+    s->inflight++;
+    return 0;
+}
+
+static void calls_remove(struct mcp_session *s, struct mcp_call *c)
+{
+    struct mcp_call **pp = &s->buckets[c->hash & (s->nbuckets - 1)];
+
+    for (; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            s->inflight--;
+            return;
+        }
+    }
+}
+
+/* Sends json (len bytes) to the client, or adds it to the batch being answered. */
+static void emit(struct mcp_session *s, struct batch *batch, const char *json, size_t len)
+{
+    if (s->closing)
+        return;
+    if (!batch) {
+        s->be->send(s->ctx, json, len);
+        return;
+    }
+    buf_put(&batch->out, batch->answers ? "," : "[", 1);
+    buf_put(&batch->out, json, len);
+    batch->answers++;
+}
+
+/* Answers with a JSON-RPC error. id is borrowed (NULL -> null); the message is formatted. */
+static void reply_error(struct mcp_session *s, struct batch *batch, const cJSON *id, int code,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void reply_error(struct mcp_session *s, struct batch *batch, const cJSON *id, int code,
+                        const char *fmt, ...)
+{
+    char msg[512];
+    char *line;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    line = jsonrpc_build_error(id, code, msg, NULL);
+    if (!line) {
+        log_error("mcp: out of memory building the error \"%s\"", msg);
+        return;
+    }
+    emit(s, batch, line, strlen(line));
+    free(line);
+}
+
+/* Answers with a result; takes ownership of result (NULL -> {}). */
+static void reply_result(struct mcp_session *s, struct batch *batch, const cJSON *id, cJSON *result)
+{
+    char *line = jsonrpc_build_result(id, result);
+
+    if (!line) {
+        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        return;
+    }
+    emit(s, batch, line, strlen(line));
+    free(line);
+}
+
+/* Sends a response built in b (which is consumed), or -32603 when building it failed. */
+static void reply_built(struct mcp_session *s, struct batch *batch, const cJSON *id, struct buf *b)
+{
+    size_t len = 0, want = b->len;
+    char *line = buf_take(b, &len);
+
+    if (!line) {
+        log_error("mcp: could not build the response to a request (%zu bytes so far)", want);
+        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR,
+                    "internal error: the response could not be built (out of memory or larger "
+                    "than %zu bytes)",
+                    MCP_RESPONSE_MAX);
+        return;
+    }
+    emit(s, batch, line, len);
+    free(line);
+}
+
+/* Writes a complete tools/call response into b: text is escaped into the one text block;
+ * structured (raw JSON text, or NULL) becomes structuredContent. */
+static void build_tool_result(struct buf *b, const cJSON *id, const char *id_text, size_t id_len,
+                              const char *text, size_t text_len, bool is_error,
+                              const char *structured, size_t structured_len)
+{
+    /* Most text needs no escapes: reserve once for the common case. */
+    buf_reserve(b, 96 + id_len + text_len + text_len / 16 + structured_len);
+    buf_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    if (id_text)
+        buf_put(b, id_text, id_len);
+    else
+        buf_put_id(b, id);
+    buf_puts(b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+    buf_put_json_string(b, text, text_len);
+    buf_puts(b, "}]");
+    if (structured) {
+        buf_puts(b, ",\"structuredContent\":");
+        buf_put(b, structured, structured_len);
+    }
+    buf_puts(b, is_error ? ",\"isError\":true}}" : ",\"isError\":false}}");
+}
+
+/* Answers a request that never became a call with an isError tool result. */
+static void reply_tool_error(struct mcp_session *s, struct batch *batch, const cJSON *id,
+                             const char *text, size_t len)
+{
+    struct buf b = {0};
+
+    build_tool_result(&b, id, NULL, 0, text, len, true, NULL, 0);
+    reply_built(s, batch, id, &b);
+}
+
+static void batch_release(struct mcp_session *s, struct batch *b)
+{
+    size_t len = 0;
+    char *line;
+
+    if (--b->pending)
+        return;
+    if (b->answers && !s->closing) {
+        buf_put(&b->out, "]", 1);
+        line = buf_take(&b->out, &len);
+        if (line)
+            s->be->send(s->ctx, line, len);
+        else
+            reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR,
+                        "internal error: the batch response could not be built (out of memory "
+                        "or larger than %zu bytes)",
+                        MCP_RESPONSE_MAX);
+        free(line);
+    }
+    free(b->out.p);
+    free(b);
+}
+
+/* Unregisters and frees a call, then lets its batch go on. */
+static void call_done(struct mcp_call *call)
+{
+    struct mcp_session *s = call->s;
+    struct batch *batch = call->batch;
+
+    calls_remove(s, call);
+    cJSON_Delete(call->msg);
+    free(call->id_text);
+    free(call);
+    if (batch)
+        batch_release(s, batch);
+}
+
+/* Stops a call in flight without answering it. */
+static void call_cancel(struct mcp_call *call)
+{
+    call->cancelling = true;
+    call->s->be->cancel_call(call->s->ctx, call);
+    call_done(call);
+}
+
+/* ---- the engine's own requests ---- */
+
+static void on_initialize(struct mcp_session *s, struct batch *batch, const cJSON *id,
+                          const cJSON *params)
+{
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+    const struct mcp_server_info *info = s->info;
+    const char *chosen = MCP_PROTOCOL_LATEST;
+    cJSON *res, *caps, *server;
+
+    if (batch) {
+        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                    "initialize must not be part of a JSON-RPC batch");
+        return;
+    }
+    if (s->protocol) {
+        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                    "already initialized (protocol version %s)", s->protocol);
+        return;
+    }
+    if (!cJSON_IsString(want)) {
+        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                    "initialize: params.protocolVersion must be a string, e.g. \"%s\"",
+                    MCP_PROTOCOL_LATEST);
+        return;
+    }
+    for (size_t i = 0; i < COUNT_OF(protocol_versions); i++)
+        if (strcmp(want->valuestring, protocol_versions[i]) == 0)
+            chosen = protocol_versions[i];
+
+    res = cJSON_CreateObject();
+    caps = cJSON_AddObjectToObject(res, "capabilities");
+    server = cJSON_AddObjectToObject(res, "serverInfo");
+    if (!cJSON_AddStringToObject(res, "protocolVersion", chosen) || !caps || !server ||
+        !cJSON_AddFalseToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged") ||
+        !cJSON_AddObjectToObject(caps, "logging") ||
+        !cJSON_AddStringToObject(server, "name", info && info->name ? info->name : "runbox") ||
+        !cJSON_AddStringToObject(server, "version",
+                                 info && info->version ? info->version : RUNBOX_VERSION) ||
+        (info && info->instructions &&
+         !cJSON_AddStringToObject(res, "instructions", info->instructions))) {
+        cJSON_Delete(res);
+        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        return;
+    }
+    s->protocol = chosen;
+    log_info("mcp: initialized with protocol %s (client asked for %.40s)", chosen,
+             want->valuestring);
+    reply_result(s, batch, id, res);
+}
+
+static void on_set_level(struct mcp_session *s, struct batch *batch, const cJSON *id,
+                         const cJSON *params)
+{
+    const cJSON *level = cJSON_GetObjectItemCaseSensitive(params, "level");
+
+    for (size_t i = 0; cJSON_IsString(level) && i < COUNT_OF(client_log_levels); i++) {
+        if (strcmp(level->valuestring, client_log_levels[i]) == 0) {
+            s->client_log_level = i;
+            reply_result(s, batch, id, NULL);
+            return;
+        }
+    }
+    reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                "logging/setLevel: params.level must be one of debug, info, notice, warning, "
+                "error, critical, alert, emergency");
+}
+
+static void on_tools_list(struct mcp_session *s, struct batch *batch, const cJSON *id,
+                          const cJSON *params)
+{
+    const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(params, "cursor");
+    struct buf b = {0};
+
+    if (cursor && !cJSON_IsNull(cursor) && !cJSON_IsString(cursor)) {
+        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                    "tools/list: params.cursor must be a string, got %s", json_type_name(cursor));
+        return;
+    }
+    /* Everything fits one page and no nextCursor is ever given, so no cursor is valid. */
+    if (cJSON_IsString(cursor)) {
+        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS, "invalid cursor");
+        return;
+    }
+    /* The tools array is prebuilt text: splice it in rather than build a tree. */
+    buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    buf_put_id(&b, id);
+    buf_puts(&b, ",\"result\":{\"tools\":");
+    buf_puts(&b, catalog_tools_json(s->cat));
+    buf_puts(&b, "}}");
+    reply_built(s, batch, id, &b);
+}
+
+/* ---- tools/call ---- */
+
+/* Checks the arguments of a known tool. Returns 0 when the call may go on; otherwise the
+ * request was answered with an isError result. May add an empty "arguments" to params. */
+static int check_arguments(struct mcp_session *s, struct batch *batch, const cJSON *id,
+                           cJSON *params, const struct catalog_tool *tool, bool nul_escape,
+                           const cJSON **args_out)
+{
+    static const char nul_msg[] =
+        "arguments contain a NUL character (\\u0000), which no path or text argument may hold; "
+        "send binary data with encoding \"base64\"";
+    cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+    struct schema_report rep;
+    struct buf text = {0};
+    char line[80];
+
+    if (nul_escape) {
+        reply_tool_error(s, batch, id, nul_msg, sizeof(nul_msg) - 1);
+        return -1;
+    }
+    if (!args || cJSON_IsNull(args)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(params, "arguments");
+        args = cJSON_AddObjectToObject(params, "arguments");
+        if (!args) {
+            reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+            return -1;
+        }
+    }
+    if (!cJSON_IsObject(args)) {
+        snprintf(line, sizeof(line), "arguments: expected object, got %s", json_type_name(args));
+        reply_tool_error(s, batch, id, line, strlen(line));
+        return -1;
+    }
+    if (schema_validate(catalog_tool_input_schema(tool), args, "arguments", &rep) == 0) {
+        *args_out = args;
+        return 0;
+    }
+    for (size_t i = 0; i < rep.count && i < SCHEMA_MAX_ERRORS; i++) {
+        if (i)
+            buf_put(&text, "\n", 1);
+        buf_puts(&text, rep.msgs[i]);
+    }
+    if (rep.count > SCHEMA_MAX_ERRORS) {
+        size_t more = rep.count - SCHEMA_MAX_ERRORS;
+
+        snprintf(line, sizeof(line), "\n(%zu more problem%s)", more, more == 1 ? "" : "s");
+        buf_puts(&text, line);
+    }
+    reply_tool_error(s, batch, id, text.p ? text.p : "", text.len);
+    free(text.p);
+    return -1;
+}
+
+/* The request's _meta.progressToken when it is a string or an integer, else NULL. */
+static const cJSON *progress_token(const cJSON *params)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+
+    return cJSON_IsString(tok) || is_integer_number(tok) ? tok : NULL;
+}
+
+/* Registers a validated call and hands it to the back end. Takes ownership of msg and of
+ * id_text (compact JSON of the id, id_len bytes). Returns -1 (owning nothing) when out of
+ * memory. */
+static int call_start(struct mcp_session *s, struct batch *batch, cJSON *msg, char *id_text,
+                      size_t id_len, const struct catalog_tool *tool, const cJSON *args)
+{
+    struct mcp_call *call = calloc(1, sizeof(*call));
+
+    if (!call)
+        return -1;
+    call->s = s;
+    call->batch = batch;
+    call->msg = msg;
+    call->id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    call->args = args;
+    call->tool = tool;
+    call->progress_token = progress_token(cJSON_GetObjectItemCaseSensitive(msg, "params"));
+    call->id_text = id_text;
+    call->id_len = id_len;
+    call->hash = hash_text(id_text, id_len);
+    if (calls_add(s, call) < 0) {
+        free(call);
+        return -1;
+    }
+    if (batch)
+        batch->pending++;
+    log_debug("mcp: call %s %s started", id_text, catalog_tool_name(tool));
+    /* The back end may finish the call before this returns: do not touch call after it. */
+    s->be->call_tool(s->ctx, call);
+    return 0;
+}
+
+/* Handles tools/call. Takes ownership of msg (the call keeps it while in flight). */
+static void on_tools_call(struct mcp_session *s, struct batch *batch, cJSON *msg, const cJSON *id,
+                          bool nul_escape)
+{
+    cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
+    const cJSON *args = NULL;
+    const struct catalog_tool *tool;
+    struct buf idb = {0};
+    size_t id_len;
+    char *id_text;
+
+    buf_put_id(&idb, id);
+    if (idb.failed) {
+        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        goto out;
+    }
+    if (calls_find(s, idb.p, idb.len)) {
+        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                    "request id %.*s is already in use by a call in flight; use a new id for "
+                    "every request",
+                    (int)(idb.len > 100 ? 100 : idb.len), idb.p);
+        goto out;
+    }
+    if (!cJSON_IsObject(params) || !cJSON_IsString(name)) {
+        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                    "tools/call: params.name must be a string (the tool's name)");
+        goto out;
+    }
+    tool = catalog_find(s->cat, name->valuestring);
+    if (!tool) {
+        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s",
+                    name->valuestring);
+        goto out;
+    }
+    if (check_arguments(s, batch, id, params, tool, nul_escape, &args) < 0)
+        goto out;
+    id_text = buf_take(&idb, &id_len);
+    if (id_text && call_start(s, batch, msg, id_text, id_len, tool, args) == 0)
+        return; /* msg and id_text now belong to the call */
+    free(id_text);
+    reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+out:
+    free(idb.p);
+    cJSON_Delete(msg);
+}
+
+/* ---- dispatch ---- */
+
+static bool id_in_flight(const struct mcp_session *s, const cJSON *id)
+{
+    struct buf b = {0};
+    bool found;
+
+    if (!s->inflight)
+        return false;
+    buf_put_id(&b, id);
+    found = !b.failed && calls_find(s, b.p, b.len);
+    free(b.p);
+    return found;
+}
+
+/* Handles a request. Takes ownership of msg. */
+static void on_request(struct mcp_session *s, struct batch *batch, cJSON *msg, bool nul_escape)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const char *method = cJSON_GetObjectItemCaseSensitive(msg, "method")->valuestring;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+
+    if (strcmp(method, "tools/call") == 0 && s->protocol) {
+        on_tools_call(s, batch, msg, id, nul_escape);
+        return;
+    }
+    log_debug("mcp: request %.64s", method);
+    if (id_in_flight(s, id))
+        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                    "request id is already in use by a call in flight; use a new id for every "
+                    "request");
+    else if (strcmp(method, "initialize") == 0)
+        on_initialize(s, batch, id, params);
+    else if (strcmp(method, "ping") == 0)
+        reply_result(s, batch, id, NULL);
+    else if (!s->protocol)
+        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                    "not initialized: send initialize first (got %.100s)", method);
+    else if (strcmp(method, "tools/list") == 0)
+        on_tools_list(s, batch, id, params);
+    else if (strcmp(method, "logging/setLevel") == 0)
+        on_set_level(s, batch, id, params);
+    else
+        reply_error(s, batch, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
+    cJSON_Delete(msg);
+}
+
+static void on_cancelled(struct mcp_session *s, const cJSON *params)
+{
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
+    struct mcp_call *call = NULL;
+    struct buf b = {0};
+
+    if (!cJSON_IsString(rid) && !is_integer_number(rid)) {
+        log_debug("mcp: notifications/cancelled without a usable requestId; ignored");
+        return;
+    }
+    buf_put_id(&b, rid);
+    if (!b.failed)
+        call = calls_find(s, b.p, b.len);
+    if (call) {
+        log_debug("mcp: call %s cancelled by the client", call->id_text);
+        call_cancel(call);
+    } else {
+        /* Races are normal: the call may have just finished. */
+        log_debug("mcp: cancel for %.*s, which is not in flight; ignored",
+                  (int)(b.len > 100 ? 100 : b.len), b.p ? b.p : "");
+    }
+    free(b.p);
+}
+
+/* Handles a notification; never answered. */
+static void on_notification(struct mcp_session *s, const cJSON *msg)
+{
+    const char *method = cJSON_GetObjectItemCaseSensitive(msg, "method")->valuestring;
+
+    if (strcmp(method, "notifications/cancelled") == 0)
+        on_cancelled(s, cJSON_GetObjectItemCaseSensitive(msg, "params"));
+    else if (strcmp(method, "notifications/initialized") == 0)
+        s->client_ready = true;
+    else
+        log_debug("mcp: notification %.64s ignored", method);
+}
+
+/* Handles one message (not an array, or a member of a batch). Takes ownership of msg. */
+static void handle_one(struct mcp_session *s, struct batch *batch, cJSON *msg, bool nul_escape)
+{
+    const char *why = "unknown";
+
+    switch (jsonrpc_classify(msg, &why)) {
+    case JSONRPC_KIND_REQUEST:
+        on_request(s, batch, msg, nul_escape);
+        return;
+    case JSONRPC_KIND_NOTIFICATION:
+        on_notification(s, msg);
+        break;
+    case JSONRPC_KIND_RESPONSE:
+        log_debug("mcp: a response from the client was ignored (we send no requests)");
+        break;
+    case JSONRPC_KIND_BATCH:
+        reply_error(s, batch, NULL, JSONRPC_INVALID_REQUEST,
+                    "Invalid Request: a batch must not contain another batch");
+        break;
+    case JSONRPC_KIND_INVALID:
+        reply_error(s, batch, jsonrpc_usable_id(msg), JSONRPC_INVALID_REQUEST,
+                    "Invalid Request: %s", why);
+        break;
+    }
+    cJSON_Delete(msg);
+}
+
+/* Handles a JSON array. Takes ownership of arr. */
+static void handle_batch(struct mcp_session *s, cJSON *arr, bool nul_escape)
+{
+    struct batch *b;
+
+    if (!s->protocol || strcmp(s->protocol, MCP_BATCH_VERSION) != 0) {
+        if (s->protocol)
+            reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
+                        "JSON-RPC batches (arrays) are not supported with the negotiated "
+                        "protocol version %s (only %s has them); send one message per line",
+                        s->protocol, MCP_BATCH_VERSION);
+        else
+            reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
+                        "JSON-RPC batches (arrays) are not supported before initialize; send "
+                        "one message per line");
+        goto out;
+    }
+    if (!arr->child) {
+        reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch");
+        goto out;
+    }
+    b = calloc(1, sizeof(*b));
+    if (!b) {
+        reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        goto out;
+    }
+    b->pending = 1; /* held while dispatching */
+    while (arr->child)
+        handle_one(s, b, cJSON_DetachItemViaPointer(arr, arr->child), nul_escape);
+    batch_release(s, b);
+out:
+    cJSON_Delete(arr);
+}
+
+/* ---- public API ---- */
+
+struct mcp_session *mcp_session_new(const struct catalog *cat, const struct mcp_backend *be,
+                                    void *ctx, const struct mcp_server_info *info)
+{
+    struct mcp_session *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    s->cat = cat;
+    s->be = be;
+    s->ctx = ctx;
+    s->info = info;
+    s->client_log_level = 1; /* info, until the client says otherwise */
+    return s;
+}
+
+void mcp_session_free(struct mcp_session *s)
+{
+    if (!s)
+        return;
+    s->closing = true;
+    for (size_t i = 0; i < s->nbuckets; i++)
+        while (s->buckets[i])
+            call_cancel(s->buckets[i]);
+    free(s->buckets);
+    free(s);
+}
+
+/* Parses a message that holds a \u0000 escape, which jsonrpc_parse() refuses as a whole; we
+ * need the tree to answer a tools/call with a tool error that says what to do instead. The
+ * caller has checked the nesting depth with jsonrpc_scan(). NULL when it is not valid JSON. */
+static cJSON *parse_with_nul(const char *text, size_t len)
+{
+    const char *end = NULL;
+    cJSON *msg = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t off = msg ? (size_t)(end - text) : 0;
+
+    while (msg && off < len &&
+           (text[off] == ' ' || text[off] == '\t' || text[off] == '\r' || text[off] == '\n'))
+        off++;
+    if (msg && off < len) {
+        cJSON_Delete(msg);
+        msg = NULL;
+    }
+    return msg;
+}
+
+void mcp_session_handle(struct mcp_session *s, const char *text, size_t len)
+{
+    struct errinfo err = {0};
+    struct jsonrpc_scan scan;
+    cJSON *msg = NULL;
+
+    /* cJSON cuts a string at \u0000 without a word; the scan tells us it is there. */
+    jsonrpc_scan(text, len, &scan);
+    if (scan.has_nul_escape && scan.max_depth <= JSONRPC_MAX_DEPTH)
+        msg = parse_with_nul(text, len);
+    if (!msg)
+        msg = jsonrpc_parse(text, len, &err);
+    if (!msg) {
+        if (err.kind == ERR_TOO_LARGE)
+            reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: %s", err.msg);
+        else if (err.kind == ERR_NOMEM)
+            reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        else
+            reply_error(s, NULL, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
+        return;
+    }
+    if (cJSON_IsArray(msg))
+        handle_batch(s, msg, scan.has_nul_escape);
+    else
+        handle_one(s, NULL, msg, scan.has_nul_escape);
+}
+
+void mcp_session_reject_oversized(struct mcp_session *s, size_t bytes, size_t limit)
+{
+    reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
+                "message of %zu bytes exceeds the limit of %zu bytes; nothing was done", bytes,
+                limit);
+}
+
+const char *mcp_session_protocol(const struct mcp_session *s)
+{
+    return s->protocol;
+}
+
+size_t mcp_session_inflight(const struct mcp_session *s)
+{
+    return s->inflight;
+}
+
+const struct catalog_tool *mcp_call_tool(const struct mcp_call *call)
+{
+    return call->tool;
+}
+
+const cJSON *mcp_call_args(const struct mcp_call *call)
+{
+    return call->args;
+}
+
+const char *mcp_call_id_text(const struct mcp_call *call)
+{
+    return call->id_text;
+}
+
+void mcp_call_set_data(struct mcp_call *call, void *data)
+{
+    call->data = data;
+}
+
+void *mcp_call_get_data(const struct mcp_call *call)
+{
+    return call->data;
+}
+
+void mcp_call_progress(struct mcp_call *call, double progress, double total, const char *message)
+{
+    cJSON *params;
+    char *line;
+
+    if (!call->progress_token || call->cancelling || call->s->closing || !isfinite(progress))
+        return;
+    /* The spec wants progress to increase; a back end that repeats itself is not forwarded. */
+    if (call->has_progress && !(progress > call->last_progress)) {
+        log_debug("mcp: call %s progress %g not above %g; not sent", call->id_text, progress,
+                  call->last_progress);
+        return;
+    }
+    params = cJSON_CreateObject();
+    if (!cJSON_AddItemToObject(params, "progressToken",
+                               cJSON_Duplicate(call->progress_token, false)) ||
+        !cJSON_AddNumberToObject(params, "progress", progress) ||
+        (total > 0 && !cJSON_AddNumberToObject(params, "total", total)) ||
+        (message && !cJSON_AddStringToObject(params, "message", message))) {
+        cJSON_Delete(params);
+        log_warn("mcp: call %s: out of memory building a progress notification", call->id_text);
+        return;
+    }
+    line = jsonrpc_build_notification("notifications/progress", params);
+    if (!line)
+        return;
+    call->has_progress = true;
+    call->last_progress = progress;
+    call->s->be->send(call->s->ctx, line, strlen(line));
+    free(line);
+}
+
+void mcp_call_finish(struct mcp_call *call, cJSON *result)
+{
+    struct buf b = {0};
+    char *printed = NULL;
+    const char *text = "", *structured = NULL;
+    size_t text_len = 0;
+
+    if (call->cancelling) { /* finished from inside cancel_call: the call is being dropped */
+        cJSON_Delete(result);
+        return;
+    }
+    if (cJSON_IsString(result)) {
+        text = result->valuestring;
+        text_len = strlen(text);
+    } else if (result) {
+        printed = cJSON_PrintUnformatted(result);
+        if (!printed) {
+            b.failed = true;
+        } else {
+            text = printed;
+            text_len = strlen(printed);
+            if (cJSON_IsObject(result) && catalog_tool_output_schema(call->tool))
+                structured = printed;
+        }
+    }
+    if (!b.failed)
+        build_tool_result(&b, call->id, call->id_text, call->id_len, text, text_len, false,
+                          structured, structured ? text_len : 0);
+    log_debug("mcp: call %s finished (%zu bytes of text)", call->id_text, text_len);
+    reply_built(call->s, call->batch, call->id, &b);
+    cJSON_free(printed);
+    cJSON_Delete(result);
+    call_done(call);
+}
+
+void mcp_call_fail(struct mcp_call *call, const char *error, bool timeout)
+{
+    struct buf inner = {0}, b = {0};
+
+    if (call->cancelling)
+        return;
+    if (!error)
+        error = "the tool failed without saying why";
+    buf_puts(&inner, "{\"error\":");
+    buf_put_json_string(&inner, error, strlen(error));
+    buf_puts(&inner, timeout ? ",\"timeout\":true}" : ",\"timeout\":false}");
+    if (inner.failed)
+        b.failed = true;
+    else
+        build_tool_result(&b, call->id, call->id_text, call->id_len, inner.p, inner.len, true, NULL,
+                          0);
+    log_debug("mcp: call %s failed%s: %.200s", call->id_text, timeout ? " (timeout)" : "", error);
+    reply_built(call->s, call->batch, call->id, &b);
+    free(inner.p);
+    call_done(call);
+}

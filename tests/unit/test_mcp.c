@@ -1,0 +1,1079 @@
+/* tests/unit/test_mcp.c - the MCP engine against a fake back end.
+ *
+ * The fake records every message the engine sends (each checked to be one line of valid JSON)
+ * and every call it is given; a test chooses whether calls are finished inside call_tool or
+ * later by the test itself. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "catalog.h"
+#include "mcp.h"
+
+#define MAX_SENT  1024
+#define MAX_CALLS 1024
+
+enum fake_mode { FAKE_LATER, FAKE_SYNC_TEXT, FAKE_SYNC_FAIL };
+
+struct fake {
+    enum fake_mode mode;
+    cJSON *sent[MAX_SENT]; /* parsed messages, in order */
+    size_t nsent;
+    struct mcp_call *calls[MAX_CALLS]; /* calls given to call_tool, in order */
+    size_t ncalls;
+    struct mcp_call *cancelled[MAX_CALLS];
+    size_t ncancelled;
+    char last_args[512]; /* compact JSON of the last call's arguments */
+};
+
+static struct fake fk;
+static struct catalog *cat;
+static struct mcp_session *s;
+
+static const struct mcp_server_info info = {"runbox-test", "9.9.9", "Use the tools."};
+
+static const char test_catalog[] =
+    "{\"group\":\"test\",\"tools\":["
+    "{\"name\":\"echo\",\"title\":\"Echo\",\"description\":\"Echoes text.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"},"
+    "\"n\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"text\"],"
+    "\"additionalProperties\":false},\"annotations\":{\"readOnlyHint\":true},"
+    "\"route\":\"local\"},"
+    "{\"name\":\"stat\",\"title\":\"Stat\",\"description\":\"Structured.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"size\":{\"type\":\"integer\"}}},"
+    "\"route\":\"local\"},"
+    "{\"name\":\"many\",\"title\":\"Many\",\"description\":\"Ten required arguments.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"a\":{\"type\":\"string\"},\"b\":{\"type\":\"string\"},\"c\":{\"type\":\"string\"},"
+    "\"d\":{\"type\":\"string\"},\"e\":{\"type\":\"string\"},\"f\":{\"type\":\"string\"},"
+    "\"g\":{\"type\":\"string\"},\"h\":{\"type\":\"string\"},\"i\":{\"type\":\"string\"},"
+    "\"j\":{\"type\":\"string\"}},"
+    "\"required\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\"]},"
+    "\"route\":\"local\"}]}";
+
+/* ---- the fake back end ---- */
+
+static void fake_send(void *ctx, const char *json, size_t len)
+{
+    struct fake *f = ctx;
+    cJSON *m;
+
+    ck_assert_ptr_null(memchr(json, '\n', len)); /* stdio framing: one message per line */
+    m = cJSON_ParseWithLength(json, len);
+    ck_assert_msg(m != NULL, "sent invalid JSON: %.*s", (int)len, json);
+    ck_assert_uint_lt(f->nsent, MAX_SENT);
+    f->sent[f->nsent++] = m;
+}
+
+static void fake_call_tool(void *ctx, struct mcp_call *call)
+{
+    struct fake *f = ctx;
+    char *args = cJSON_PrintUnformatted(mcp_call_args(call));
+
+    ck_assert_uint_lt(f->ncalls, MAX_CALLS);
+    f->calls[f->ncalls++] = call;
+    snprintf(f->last_args, sizeof(f->last_args), "%s", args);
+    cJSON_free(args);
+    if (f->mode == FAKE_SYNC_TEXT)
+        mcp_call_finish(call, cJSON_CreateString("done"));
+    else if (f->mode == FAKE_SYNC_FAIL)
+        mcp_call_fail(call, "boom", false);
+}
+
+static void fake_cancel_call(void *ctx, struct mcp_call *call)
+{
+    struct fake *f = ctx;
+
+    ck_assert_uint_lt(f->ncancelled, MAX_CALLS);
+    f->cancelled[f->ncancelled++] = call;
+}
+
+static const struct mcp_backend fake_be = {fake_call_tool, fake_cancel_call, fake_send};
+
+/* ---- helpers ---- */
+
+static void feed(const char *line)
+{
+    mcp_session_handle(s, line, strlen(line));
+}
+
+static cJSON *last(void)
+{
+    ck_assert_uint_gt(fk.nsent, 0);
+    return fk.sent[fk.nsent - 1];
+}
+
+static void clear_sent(void)
+{
+    for (size_t i = 0; i < fk.nsent; i++)
+        cJSON_Delete(fk.sent[i]);
+    fk.nsent = 0;
+}
+
+static cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static void init_version(const char *version)
+{
+    char line[256];
+
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+             "{\"protocolVersion\":\"%s\",\"capabilities\":{},"
+             "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+             version);
+    feed(line);
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_str_eq(mcp_session_protocol(s), version);
+    clear_sent();
+}
+
+static void init(void)
+{
+    init_version("2025-11-25");
+}
+
+/* Asserts that m is a JSON-RPC error with this code whose message contains part. id < 0
+ * means the id must be null. */
+static void assert_error(const cJSON *m, int code, double id, const char *part)
+{
+    const cJSON *err = get(m, "error");
+    const cJSON *msg = get(err, "message");
+
+    ck_assert_msg(err != NULL, "not an error response");
+    ck_assert_int_eq(get(err, "code")->valueint, code);
+    if (id < 0)
+        ck_assert(cJSON_IsNull(get(m, "id")));
+    else
+        ck_assert_double_eq(get(m, "id")->valuedouble, id);
+    ck_assert(cJSON_IsString(msg));
+    ck_assert_msg(strstr(msg->valuestring, part) != NULL, "message \"%s\" lacks \"%s\"",
+                  msg->valuestring, part);
+}
+
+/* The text block of a tool result; asserts the isError flag. */
+static const char *tool_text(const cJSON *m, bool is_error)
+{
+    const cJSON *res = get(m, "result");
+    const cJSON *content = get(res, "content");
+    const cJSON *block = cJSON_GetArrayItem(content, 0);
+
+    ck_assert_msg(res != NULL, "not a result");
+    ck_assert_int_eq(cJSON_GetArraySize(content), 1);
+    ck_assert_str_eq(get(block, "type")->valuestring, "text");
+    ck_assert(cJSON_IsBool(get(res, "isError")));
+    ck_assert_int_eq(cJSON_IsTrue(get(res, "isError")), is_error);
+    return get(block, "text")->valuestring;
+}
+
+static void call_echo(int id, const char *text)
+{
+    char line[512];
+
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+             "{\"name\":\"echo\",\"arguments\":{\"text\":\"%s\"}}}",
+             id, text);
+    feed(line);
+}
+
+static void setup_catalog(void)
+{
+    const char *docs[] = {test_catalog};
+    struct errinfo err = {0};
+
+    cat = catalog_new(docs, 1, &err);
+    ck_assert_msg(cat != NULL, "test catalog: %s", err.msg);
+}
+
+static void teardown_catalog(void)
+{
+    catalog_free(cat);
+}
+
+static void setup(void)
+{
+    memset(&fk, 0, sizeof(fk));
+    s = mcp_session_new(cat, &fake_be, &fk, &info);
+    ck_assert_ptr_nonnull(s);
+}
+
+static void teardown(void)
+{
+    mcp_session_free(s);
+    clear_sent();
+}
+
+/* ---- lifecycle ---- */
+
+static const struct {
+    const char *asked, *answered;
+} versions[] = {
+    {"2024-11-05", "2024-11-05"}, {"2025-03-26", "2025-03-26"}, {"2025-06-18", "2025-06-18"},
+    {"2025-11-25", "2025-11-25"}, {"2099-01-01", "2025-11-25"}, {"", "2025-11-25"},
+};
+
+START_TEST(test_mcp_negotiates_version)
+{
+    char line[256];
+    const cJSON *res, *caps;
+
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+             "{\"protocolVersion\":\"%s\",\"capabilities\":{}}}",
+             versions[_i].asked);
+    ck_assert_ptr_null(mcp_session_protocol(s));
+    feed(line);
+    ck_assert_uint_eq(fk.nsent, 1);
+    res = get(last(), "result");
+    ck_assert_int_eq(get(last(), "id")->valueint, 1);
+    ck_assert_str_eq(get(res, "protocolVersion")->valuestring, versions[_i].answered);
+    ck_assert_str_eq(mcp_session_protocol(s), versions[_i].answered);
+    caps = get(res, "capabilities");
+    ck_assert(cJSON_IsFalse(get(get(caps, "tools"), "listChanged")));
+    ck_assert(cJSON_IsObject(get(caps, "logging")));
+    ck_assert_ptr_null(get(caps, "resources"));
+    ck_assert_str_eq(get(get(res, "serverInfo"), "name")->valuestring, "runbox-test");
+    ck_assert_str_eq(get(get(res, "serverInfo"), "version")->valuestring, "9.9.9");
+    ck_assert_str_eq(get(res, "instructions")->valuestring, "Use the tools.");
+}
+END_TEST
+
+START_TEST(test_mcp_initialize_without_instructions)
+{
+    static const struct mcp_server_info bare = {"x", "1", NULL};
+    struct mcp_session *s2 = mcp_session_new(cat, &fake_be, &fk, &bare);
+    const char *line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                       "\"params\":{\"protocolVersion\":\"2025-06-18\"}}";
+
+    mcp_session_handle(s2, line, strlen(line));
+    ck_assert_ptr_null(get(get(last(), "result"), "instructions"));
+    mcp_session_free(s2);
+}
+END_TEST
+
+START_TEST(test_mcp_initialize_needs_version_string)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+         "{\"protocolVersion\":20251125}}");
+    assert_error(last(), -32602, 1, "protocolVersion");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\"}");
+    assert_error(last(), -32602, 2, "protocolVersion");
+    ck_assert_ptr_null(mcp_session_protocol(s));
+}
+END_TEST
+
+START_TEST(test_mcp_rejects_second_initialize)
+{
+    init_version("2025-06-18");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":"
+         "{\"protocolVersion\":\"2024-11-05\"}}");
+    assert_error(last(), -32600, 9, "already initialized");
+    ck_assert_str_eq(mcp_session_protocol(s), "2025-06-18");
+}
+END_TEST
+
+START_TEST(test_mcp_requests_before_initialize)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    assert_error(last(), -32600, 1, "not initialized: send initialize first (got tools/list)");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"x\"}}}");
+    assert_error(last(), -32600, 2, "(got tools/call)");
+    ck_assert_uint_eq(fk.ncalls, 0);
+    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+    ck_assert(cJSON_IsObject(get(last(), "result")));
+    ck_assert_uint_eq(fk.nsent, 3);
+}
+END_TEST
+
+START_TEST(test_mcp_tolerates_requests_before_initialized_notification)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+         "{\"protocolVersion\":\"2025-11-25\"}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    ck_assert_uint_eq(fk.nsent, 2);
+    ck_assert(cJSON_IsArray(get(get(last(), "result"), "tools")));
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    ck_assert_uint_eq(fk.nsent, 2);
+}
+END_TEST
+
+/* ---- utilities and dispatch ---- */
+
+START_TEST(test_mcp_ping_answers_empty_object)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"ping\"}");
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_str_eq(get(last(), "id")->valuestring, "p1");
+    ck_assert_str_eq(get(last(), "jsonrpc")->valuestring, "2.0");
+    ck_assert(cJSON_IsObject(get(last(), "result")));
+    ck_assert_ptr_null(get(last(), "result")->child);
+}
+END_TEST
+
+START_TEST(test_mcp_set_level)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\",\"params\":"
+         "{\"level\":\"warning\"}}");
+    ck_assert(cJSON_IsObject(get(last(), "result")));
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"logging/setLevel\",\"params\":"
+         "{\"level\":\"loud\"}}");
+    assert_error(last(), -32602, 2, "emergency");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"logging/setLevel\",\"params\":{}}");
+    assert_error(last(), -32602, 3, "level");
+}
+END_TEST
+
+START_TEST(test_mcp_unknown_method)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"foo/bar\"}");
+    assert_error(last(), -32601, 1, "Method not found: foo/bar");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\"}");
+    assert_error(last(), -32601, 2, "resources/list");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/list\"}");
+    assert_error(last(), -32601, 3, "prompts/list");
+}
+END_TEST
+
+START_TEST(test_mcp_notifications_never_answered)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}");
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"tools/list\"}"); /* a known method, but no id */
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":42}}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}"); /* a response from the client */
+    ck_assert_uint_eq(fk.nsent, 0);
+}
+END_TEST
+
+START_TEST(test_mcp_malformed_json_then_good_message)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":");
+    ck_assert_uint_eq(fk.nsent, 1);
+    assert_error(last(), -32700, -1, "Parse error");
+    ck_assert_uint_gt(strlen(get(get(last(), "error"), "message")->valuestring),
+                      strlen("Parse error: "));
+    feed("not json at all");
+    assert_error(last(), -32700, -1, "");
+    feed("");
+    assert_error(last(), -32700, -1, "");
+    ck_assert_uint_eq(fk.nsent, 3);
+    clear_sent();
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+    ck_assert_int_eq(get(last(), "id")->valueint, 2);
+    ck_assert(cJSON_IsObject(get(last(), "result")));
+}
+END_TEST
+
+START_TEST(test_mcp_too_deep_is_invalid_request)
+{
+    char line[400];
+    size_t n = 0;
+
+    n += (size_t)snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"params\":");
+    for (int i = 0; i < 100; i++)
+        line[n++] = '[';
+    for (int i = 0; i < 100; i++)
+        line[n++] = ']';
+    line[n++] = '}';
+    line[n] = '\0';
+    feed(line);
+    assert_error(last(), -32600, -1, "");
+}
+END_TEST
+
+START_TEST(test_mcp_invalid_request_keeps_usable_id)
+{
+    init();
+    feed("{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"ping\"}");
+    assert_error(last(), -32600, 3, "");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":{\"x\":1},\"method\":\"ping\"}");
+    assert_error(last(), -32600, -1, "");
+    feed("42");
+    assert_error(last(), -32600, -1, "");
+    ck_assert_uint_eq(fk.nsent, 3);
+}
+END_TEST
+
+START_TEST(test_mcp_oversized_message)
+{
+    mcp_session_reject_oversized(s, 52428800, 16777216);
+    assert_error(last(), -32600, -1,
+                 "message of 52428800 bytes exceeds the limit of 16777216 bytes; nothing was "
+                 "done");
+}
+END_TEST
+
+/* ---- batches ---- */
+
+START_TEST(test_mcp_batch_refused_outside_2025_03_26)
+{
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
+    assert_error(last(), -32600, -1, "one message per line");
+    clear_sent();
+    init_version("2025-06-18");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
+    ck_assert_uint_eq(fk.nsent, 1);
+    assert_error(last(), -32600, -1, "2025-06-18");
+    assert_error(last(), -32600, -1, "one message per line");
+    feed("[]");
+    assert_error(last(), -32600, -1, "2025-06-18");
+}
+END_TEST
+
+START_TEST(test_mcp_batch_answered_as_one_array)
+{
+    const cJSON *arr;
+
+    init_version("2025-03-26");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"},"
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"},"
+         "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":"
+         "{\"protocolVersion\":\"2025-03-26\"}},"
+         "7]");
+    ck_assert_uint_eq(fk.nsent, 1);
+    arr = last();
+    ck_assert(cJSON_IsArray(arr));
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 5);
+    ck_assert_int_eq(get(cJSON_GetArrayItem(arr, 0), "id")->valueint, 1);
+    ck_assert(cJSON_IsObject(get(cJSON_GetArrayItem(arr, 0), "result")));
+    ck_assert(cJSON_IsArray(get(get(cJSON_GetArrayItem(arr, 1), "result"), "tools")));
+    assert_error(cJSON_GetArrayItem(arr, 2), -32601, 3, "nope");
+    assert_error(cJSON_GetArrayItem(arr, 3), -32600, 4, "batch");
+    assert_error(cJSON_GetArrayItem(arr, 4), -32600, -1, "");
+}
+END_TEST
+
+START_TEST(test_mcp_batch_of_notifications_sends_nothing)
+{
+    init_version("2025-03-26");
+    feed("[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
+         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":1}}]");
+    ck_assert_uint_eq(fk.nsent, 0);
+    feed("[]");
+    assert_error(last(), -32600, -1, "empty batch");
+}
+END_TEST
+
+START_TEST(test_mcp_batch_waits_for_async_calls)
+{
+    const cJSON *arr;
+
+    init_version("2025-03-26");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"a\"}}},"
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"b\"}}}]");
+    ck_assert_uint_eq(fk.ncalls, 2);
+    ck_assert_uint_eq(fk.nsent, 0);
+    mcp_call_finish(fk.calls[1], cJSON_CreateString("second"));
+    ck_assert_uint_eq(fk.nsent, 0);
+    mcp_call_fail(fk.calls[0], "first failed", true);
+    ck_assert_uint_eq(fk.nsent, 1);
+    arr = last();
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 3);
+    ck_assert_int_eq(get(cJSON_GetArrayItem(arr, 0), "id")->valueint, 2);
+    ck_assert_int_eq(get(cJSON_GetArrayItem(arr, 1), "id")->valueint, 3);
+    ck_assert_str_eq(tool_text(cJSON_GetArrayItem(arr, 1), false), "second");
+    ck_assert_int_eq(get(cJSON_GetArrayItem(arr, 2), "id")->valueint, 1);
+    tool_text(cJSON_GetArrayItem(arr, 2), true);
+}
+END_TEST
+
+START_TEST(test_mcp_batch_with_sync_calls)
+{
+    init_version("2025-03-26");
+    fk.mode = FAKE_SYNC_TEXT;
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"a\"}}},"
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}]");
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(last()), 2);
+    ck_assert_str_eq(tool_text(cJSON_GetArrayItem(last(), 0), false), "done");
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+}
+END_TEST
+
+START_TEST(test_mcp_batch_member_cancelled)
+{
+    init_version("2025-03-26");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"a\"}}},"
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"b\"}}}]");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":1}}");
+    ck_assert_uint_eq(fk.nsent, 0);
+    mcp_call_finish(fk.calls[1], NULL);
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(last()), 1);
+    ck_assert_int_eq(get(cJSON_GetArrayItem(last(), 0), "id")->valueint, 2);
+    /* A batch whose only call is cancelled owes nothing and sends nothing. */
+    clear_sent();
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"a\"}}}]");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":5}}");
+    ck_assert_uint_eq(fk.nsent, 0);
+}
+END_TEST
+
+/* ---- tools/list ---- */
+
+START_TEST(test_mcp_tools_list_is_the_catalog)
+{
+    cJSON *want = cJSON_Parse(catalog_tools_json(cat));
+    const cJSON *res;
+
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{}}");
+    res = get(last(), "result");
+    ck_assert(cJSON_Compare(get(res, "tools"), want, true));
+    ck_assert_int_eq(cJSON_GetArraySize(get(res, "tools")), 3);
+    ck_assert_ptr_null(get(res, "nextCursor"));
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    ck_assert(cJSON_Compare(get(get(last(), "result"), "tools"), want, true));
+    cJSON_Delete(want);
+}
+END_TEST
+
+START_TEST(test_mcp_tools_list_cursor)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":"
+         "{\"cursor\":\"abc\"}}");
+    assert_error(last(), -32602, 1, "invalid cursor");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"cursor\":5}}");
+    assert_error(last(), -32602, 2, "cursor");
+}
+END_TEST
+
+/* ---- tools/call: rejection before the back end ---- */
+
+START_TEST(test_mcp_unknown_tool)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"nope\",\"arguments\":{}}}");
+    assert_error(last(), -32602, 1, "Unknown tool: nope");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":7}}");
+    assert_error(last(), -32602, 2, "name");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\"}");
+    assert_error(last(), -32602, 3, "name");
+    ck_assert_uint_eq(fk.ncalls, 0);
+}
+END_TEST
+
+START_TEST(test_mcp_arguments_must_be_object)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":[1,2]}}");
+    ck_assert_str_eq(tool_text(last(), true), "arguments: expected object, got array");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":\"text\"}}");
+    ck_assert_str_eq(tool_text(last(), true), "arguments: expected object, got string");
+    ck_assert_uint_eq(fk.ncalls, 0);
+}
+END_TEST
+
+START_TEST(test_mcp_missing_arguments_are_empty_object)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\"}}");
+    ck_assert_uint_eq(fk.ncalls, 1);
+    ck_assert_str_eq(fk.last_args, "{}");
+    ck_assert_uint_eq(fk.nsent, 0);
+    /* For a tool with a required argument the missing one is named. */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    ck_assert_ptr_nonnull(strstr(tool_text(last(), true), "arguments.text"));
+    ck_assert_uint_eq(fk.ncalls, 1);
+}
+END_TEST
+
+START_TEST(test_mcp_validation_error_names_argument)
+{
+    const char *text;
+
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":5,\"n\":0,\"colour\":\"red\"}}}");
+    ck_assert_uint_eq(fk.ncalls, 0);
+    ck_assert_int_eq(get(last(), "id")->valueint, 1);
+    text = tool_text(last(), true);
+    ck_assert_ptr_nonnull(strstr(text, "arguments.text"));
+    ck_assert_ptr_nonnull(strstr(text, "arguments.n"));
+    ck_assert_ptr_nonnull(strstr(text, "arguments.colour"));
+    ck_assert_ptr_nonnull(strchr(text, '\n')); /* one problem per line */
+    ck_assert_ptr_null(strstr(text, "more problem"));
+}
+END_TEST
+
+START_TEST(test_mcp_validation_counts_extra_problems)
+{
+    const char *text;
+    int lines = 1;
+
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"many\",\"arguments\":{}}}");
+    text = tool_text(last(), true);
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    ck_assert_int_eq(lines, 9); /* 8 kept messages + the count line */
+    ck_assert_ptr_nonnull(strstr(text, "\n(2 more problems)"));
+    ck_assert_ptr_nonnull(strstr(text, "arguments.a"));
+}
+END_TEST
+
+START_TEST(test_mcp_nul_escape_is_tool_error)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"a\\u0000b\"}}}");
+    ck_assert_uint_eq(fk.ncalls, 0);
+    ck_assert_str_eq(tool_text(last(), true),
+                     "arguments contain a NUL character (\\u0000), which no path or text "
+                     "argument may hold; send binary data with encoding \"base64\"");
+    /* The flag is per message: the next one goes through. */
+    call_echo(2, "ab");
+    ck_assert_uint_eq(fk.ncalls, 1);
+}
+END_TEST
+
+START_TEST(test_mcp_duplicate_id_in_flight)
+{
+    init();
+    call_echo(5, "a");
+    ck_assert_uint_eq(fk.ncalls, 1);
+    call_echo(5, "b");
+    assert_error(last(), -32600, 5, "already in use");
+    ck_assert_uint_eq(fk.ncalls, 1);
+    feed("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}");
+    assert_error(last(), -32600, 5, "already in use");
+    /* A string id "5" is a different id. */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"5\",\"method\":\"ping\"}");
+    ck_assert(cJSON_IsObject(get(last(), "result")));
+    mcp_call_finish(fk.calls[0], cJSON_CreateString("ok"));
+    call_echo(5, "c"); /* free again once answered */
+    ck_assert_uint_eq(fk.ncalls, 2);
+}
+END_TEST
+
+/* ---- tools/call: answers from the back end ---- */
+
+START_TEST(test_mcp_call_accessors)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\",\"n\":3}}}");
+    ck_assert_uint_eq(fk.ncalls, 1);
+    ck_assert_str_eq(catalog_tool_name(mcp_call_tool(fk.calls[0])), "echo");
+    ck_assert_str_eq(get(mcp_call_args(fk.calls[0]), "text")->valuestring, "hi");
+    ck_assert_str_eq(mcp_call_id_text(fk.calls[0]), "\"abc\"");
+    ck_assert_ptr_null(mcp_call_get_data(fk.calls[0]));
+    mcp_call_set_data(fk.calls[0], &fk);
+    ck_assert_ptr_eq(mcp_call_get_data(fk.calls[0]), &fk);
+    ck_assert_uint_eq(mcp_session_inflight(s), 1);
+    mcp_call_finish(fk.calls[0], cJSON_CreateString("x"));
+    ck_assert_str_eq(get(last(), "id")->valuestring, "abc");
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+}
+END_TEST
+
+START_TEST(test_mcp_finish_with_string)
+{
+    init();
+    call_echo(1, "a");
+    ck_assert_uint_eq(fk.nsent, 0);
+    mcp_call_finish(fk.calls[0], cJSON_CreateString("hello \"world\"\n\t\x01 \xc3\xa9"));
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_int_eq(get(last(), "id")->valueint, 1);
+    ck_assert_str_eq(tool_text(last(), false), "hello \"world\"\n\t\x01 \xc3\xa9");
+    ck_assert_ptr_null(get(get(last(), "result"), "structuredContent"));
+}
+END_TEST
+
+START_TEST(test_mcp_finish_replaces_invalid_utf8)
+{
+    init();
+    call_echo(1, "a");
+    mcp_call_finish(fk.calls[0], cJSON_CreateString("a\xff"
+                                                    "b\xed\xa0\x80"
+                                                    "c\xe2\x82"));
+    ck_assert_str_eq(tool_text(last(), false), "a\xef\xbf\xbd"
+                                               "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                                               "c\xef\xbf\xbd\xef\xbf\xbd");
+}
+END_TEST
+
+/* Every special byte at every offset of a longer string: the 8-bytes-at-a-time path and the
+ * byte path must agree, and the text must come back exactly. */
+START_TEST(test_mcp_finish_text_round_trips)
+{
+    static const char *const specials[] = {
+        "\"", "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+    char text[64];
+    int id = 1;
+
+    init();
+    for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+        for (size_t pos = 0; pos < 24; pos++) {
+            size_t sl = strlen(specials[k]);
+
+            memset(text, 'a' + (int)(pos % 26), sizeof(text));
+            memcpy(text + pos, specials[k], sl);
+            text[pos + sl + 17] = '\0';
+            call_echo(id, "x");
+            mcp_call_finish(fk.calls[fk.ncalls - 1], cJSON_CreateString(text));
+            ck_assert_int_eq(get(last(), "id")->valueint, id);
+            ck_assert_str_eq(tool_text(last(), false), text);
+            clear_sent();
+            id++;
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_mcp_finish_with_null_is_empty_text)
+{
+    init();
+    call_echo(1, "a");
+    mcp_call_finish(fk.calls[0], NULL);
+    ck_assert_str_eq(tool_text(last(), false), "");
+}
+END_TEST
+
+START_TEST(test_mcp_finish_with_object_and_output_schema)
+{
+    cJSON *obj = cJSON_Parse("{\"size\":12,\"name\":\"a\\\"b\"}");
+    cJSON *want = cJSON_Duplicate(obj, true);
+    cJSON *text;
+
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\"}}");
+    mcp_call_finish(fk.calls[0], obj);
+    text = cJSON_Parse(tool_text(last(), false));
+    ck_assert(cJSON_Compare(text, want, true));
+    ck_assert(cJSON_Compare(get(get(last(), "result"), "structuredContent"), want, true));
+    cJSON_Delete(text);
+    cJSON_Delete(want);
+}
+END_TEST
+
+START_TEST(test_mcp_structured_content_only_for_objects_with_schema)
+{
+    init();
+    call_echo(1, "a"); /* echo has no outputSchema */
+    mcp_call_finish(fk.calls[0], cJSON_Parse("{\"size\":1}"));
+    ck_assert_str_eq(tool_text(last(), false), "{\"size\":1}");
+    ck_assert_ptr_null(get(get(last(), "result"), "structuredContent"));
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\"}}");
+    mcp_call_finish(fk.calls[1], cJSON_Parse("[1,2]")); /* stat has one, but not an object */
+    ck_assert_str_eq(tool_text(last(), false), "[1,2]");
+    ck_assert_ptr_null(get(get(last(), "result"), "structuredContent"));
+}
+END_TEST
+
+START_TEST(test_mcp_fail_with_and_without_timeout)
+{
+    cJSON *inner;
+
+    init();
+    call_echo(1, "a");
+    call_echo(2, "b");
+    mcp_call_fail(fk.calls[0], "MCP proxy timeout", true);
+    inner = cJSON_Parse(tool_text(last(), true));
+    ck_assert_str_eq(get(inner, "error")->valuestring, "MCP proxy timeout");
+    ck_assert(cJSON_IsTrue(get(inner, "timeout")));
+    cJSON_Delete(inner);
+    mcp_call_fail(fk.calls[1], "no \"such\" file\n", false);
+    ck_assert_int_eq(get(last(), "id")->valueint, 2);
+    inner = cJSON_Parse(tool_text(last(), true));
+    ck_assert_str_eq(get(inner, "error")->valuestring, "no \"such\" file\n");
+    ck_assert(cJSON_IsFalse(get(inner, "timeout")));
+    cJSON_Delete(inner);
+}
+END_TEST
+
+START_TEST(test_mcp_finish_inside_call_tool)
+{
+    init();
+    fk.mode = FAKE_SYNC_TEXT;
+    call_echo(1, "a");
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_str_eq(tool_text(last(), false), "done");
+    fk.mode = FAKE_SYNC_FAIL;
+    call_echo(2, "a");
+    ck_assert_uint_eq(fk.nsent, 2);
+    ck_assert_ptr_nonnull(strstr(tool_text(last(), true), "boom"));
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+}
+END_TEST
+
+START_TEST(test_mcp_many_calls_in_flight)
+{
+    enum { N = 600 };
+
+    init();
+    for (int i = 0; i < N; i++)
+        call_echo(1000 + i, "x");
+    ck_assert_uint_eq(fk.ncalls, N);
+    ck_assert_uint_eq(mcp_session_inflight(s), N);
+    ck_assert_uint_eq(fk.nsent, 0);
+    for (int i = N - 1; i >= 0; i -= 2) { /* answer half, newest first */
+        char want[16];
+
+        snprintf(want, sizeof(want), "r%d", i);
+        mcp_call_finish(fk.calls[i], cJSON_CreateString(want));
+        ck_assert_int_eq(get(last(), "id")->valueint, 1000 + i);
+        ck_assert_str_eq(tool_text(last(), false), want);
+    }
+    ck_assert_uint_eq(mcp_session_inflight(s), N / 2);
+    /* The other half is found by id for cancellation. */
+    for (int i = 0; i < N; i += 2) {
+        char line[160];
+
+        snprintf(line, sizeof(line),
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+                 "{\"requestId\":%d}}",
+                 1000 + i);
+        feed(line);
+        ck_assert_ptr_eq(fk.cancelled[fk.ncancelled - 1], fk.calls[i]);
+    }
+    ck_assert_uint_eq(fk.ncancelled, N / 2);
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+    ck_assert_uint_eq(fk.nsent, N / 2);
+}
+END_TEST
+
+/* ---- progress ---- */
+
+START_TEST(test_mcp_progress_with_token)
+{
+    const cJSON *p;
+
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"a\"},\"_meta\":{\"progressToken\":\"tok\"}}}");
+    mcp_call_progress(fk.calls[0], 1, 4, "step one");
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_str_eq(get(last(), "method")->valuestring, "notifications/progress");
+    ck_assert_ptr_null(get(last(), "id"));
+    p = get(last(), "params");
+    ck_assert_str_eq(get(p, "progressToken")->valuestring, "tok");
+    ck_assert_double_eq(get(p, "progress")->valuedouble, 1);
+    ck_assert_double_eq(get(p, "total")->valuedouble, 4);
+    ck_assert_str_eq(get(p, "message")->valuestring, "step one");
+    mcp_call_progress(fk.calls[0], 1, 4, NULL); /* not increasing: dropped */
+    ck_assert_uint_eq(fk.nsent, 1);
+    mcp_call_progress(fk.calls[0], 2, 0, NULL);
+    p = get(last(), "params");
+    ck_assert_uint_eq(fk.nsent, 2);
+    ck_assert_ptr_null(get(p, "total"));
+    ck_assert_ptr_null(get(p, "message"));
+    mcp_call_finish(fk.calls[0], NULL);
+    ck_assert_uint_eq(fk.nsent, 3);
+}
+END_TEST
+
+START_TEST(test_mcp_progress_integer_token)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"a\"},\"_meta\":{\"progressToken\":77}}}");
+    mcp_call_progress(fk.calls[0], 0.5, 1, NULL);
+    ck_assert_int_eq(get(get(last(), "params"), "progressToken")->valueint, 77);
+}
+END_TEST
+
+START_TEST(test_mcp_progress_without_token)
+{
+    init();
+    call_echo(1, "a");
+    mcp_call_progress(fk.calls[0], 1, 2, "x");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"a\"},\"_meta\":{\"progressToken\":{\"bad\":1}}}}");
+    mcp_call_progress(fk.calls[1], 1, 2, "x");
+    ck_assert_uint_eq(fk.nsent, 0);
+}
+END_TEST
+
+/* ---- cancellation and teardown ---- */
+
+START_TEST(test_mcp_cancel_in_flight_call)
+{
+    init();
+    call_echo(1, "a");
+    call_echo(2, "b");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":1,\"reason\":\"user\"}}");
+    ck_assert_uint_eq(fk.ncancelled, 1);
+    ck_assert_ptr_eq(fk.cancelled[0], fk.calls[0]);
+    ck_assert_uint_eq(mcp_session_inflight(s), 1);
+    ck_assert_uint_eq(fk.nsent, 0);
+    /* Again, or for an unknown id, or with the wrong id type: nothing happens. */
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":1}}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":\"2\"}}");
+    ck_assert_uint_eq(fk.ncancelled, 1);
+    /* The id is free again and the other call still answers. */
+    call_echo(1, "c");
+    ck_assert_uint_eq(fk.ncalls, 3);
+    mcp_call_finish(fk.calls[1], cJSON_CreateString("two"));
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_int_eq(get(last(), "id")->valueint, 2);
+}
+END_TEST
+
+START_TEST(test_mcp_cancel_initialize_ignored)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+         "{\"protocolVersion\":\"2025-11-25\"}}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":0}}");
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_uint_eq(fk.ncancelled, 0);
+    ck_assert_str_eq(mcp_session_protocol(s), "2025-11-25");
+}
+END_TEST
+
+START_TEST(test_mcp_free_cancels_in_flight)
+{
+    init_version("2025-03-26");
+    call_echo(1, "a");
+    call_echo(2, "b");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+         "\"arguments\":{\"text\":\"c\"}}},{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
+    ck_assert_uint_eq(mcp_session_inflight(s), 3);
+    mcp_session_free(s);
+    s = NULL;
+    ck_assert_uint_eq(fk.ncancelled, 3);
+    ck_assert_uint_eq(fk.nsent, 0);
+}
+END_TEST
+
+static Suite *mcp_suite(void)
+{
+    Suite *su = suite_create("mcp");
+    TCase *tc;
+
+    tc = tcase_create("lifecycle");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, test_mcp_negotiates_version, 0,
+                        (int)(sizeof(versions) / sizeof(versions[0])));
+    tcase_add_test(tc, test_mcp_initialize_without_instructions);
+    tcase_add_test(tc, test_mcp_initialize_needs_version_string);
+    tcase_add_test(tc, test_mcp_rejects_second_initialize);
+    tcase_add_test(tc, test_mcp_requests_before_initialize);
+    tcase_add_test(tc, test_mcp_tolerates_requests_before_initialized_notification);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("dispatch");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_ping_answers_empty_object);
+    tcase_add_test(tc, test_mcp_set_level);
+    tcase_add_test(tc, test_mcp_unknown_method);
+    tcase_add_test(tc, test_mcp_notifications_never_answered);
+    tcase_add_test(tc, test_mcp_malformed_json_then_good_message);
+    tcase_add_test(tc, test_mcp_too_deep_is_invalid_request);
+    tcase_add_test(tc, test_mcp_invalid_request_keeps_usable_id);
+    tcase_add_test(tc, test_mcp_oversized_message);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("batch");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_batch_refused_outside_2025_03_26);
+    tcase_add_test(tc, test_mcp_batch_answered_as_one_array);
+    tcase_add_test(tc, test_mcp_batch_of_notifications_sends_nothing);
+    tcase_add_test(tc, test_mcp_batch_waits_for_async_calls);
+    tcase_add_test(tc, test_mcp_batch_with_sync_calls);
+    tcase_add_test(tc, test_mcp_batch_member_cancelled);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("tools_list");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_tools_list_is_the_catalog);
+    tcase_add_test(tc, test_mcp_tools_list_cursor);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("call_rejected");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_unknown_tool);
+    tcase_add_test(tc, test_mcp_arguments_must_be_object);
+    tcase_add_test(tc, test_mcp_missing_arguments_are_empty_object);
+    tcase_add_test(tc, test_mcp_validation_error_names_argument);
+    tcase_add_test(tc, test_mcp_validation_counts_extra_problems);
+    tcase_add_test(tc, test_mcp_nul_escape_is_tool_error);
+    tcase_add_test(tc, test_mcp_duplicate_id_in_flight);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("call_answered");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_call_accessors);
+    tcase_add_test(tc, test_mcp_finish_with_string);
+    tcase_add_test(tc, test_mcp_finish_replaces_invalid_utf8);
+    tcase_add_test(tc, test_mcp_finish_text_round_trips);
+    tcase_add_test(tc, test_mcp_finish_with_null_is_empty_text);
+    tcase_add_test(tc, test_mcp_finish_with_object_and_output_schema);
+    tcase_add_test(tc, test_mcp_structured_content_only_for_objects_with_schema);
+    tcase_add_test(tc, test_mcp_fail_with_and_without_timeout);
+    tcase_add_test(tc, test_mcp_finish_inside_call_tool);
+    tcase_add_test(tc, test_mcp_many_calls_in_flight);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("progress");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_progress_with_token);
+    tcase_add_test(tc, test_mcp_progress_integer_token);
+    tcase_add_test(tc, test_mcp_progress_without_token);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("cancel");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_cancel_in_flight_call);
+    tcase_add_test(tc, test_mcp_cancel_initialize_ignored);
+    tcase_add_test(tc, test_mcp_free_cancels_in_flight);
+    suite_add_tcase(su, tc);
+    return su;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(mcp_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
