@@ -1,1 +1,1040 @@
-/* placeholder: being written */
+/* daemon/vfs.c - the workspace: path normalization, confined open, read, atomic write, list,
+ * remove, and the lifecycle of the root directory (see vfs.h for the contract).
+ *
+ * Design: a vfs is a root directory fd (O_PATH) plus immutable options, so any thread may use it
+ * without a lock. Every tool path goes through vfs_normalize() (pure, lexical) and is then opened
+ * with a single openat2(RESOLVE_IN_ROOT) from the root fd: the kernel resolves ".." and symlinks
+ * as if the root were "/", which is what makes a planted "ln -s /etc x" harmless. Operations on
+ * the final component (write, remove, stat) open its parent that way and then use *at() calls
+ * with the bare name, which never follow a final symlink. Walks (list, recursive remove) use
+ * O_NOFOLLOW at every step.
+ *
+ * Messages that reach a tool caller name VFS paths only, never the host path of the root. */
+#include "vfs.h"
+#include "vfs_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define MEM_PREFIX       "runbox-mem-"
+#define OPEN_RETRIES     8   /* openat2 gives EAGAIN when a rename races RESOLVE_IN_ROOT */
+#define REMOVE_DEPTH_MAX 256 /* a recursive remove holds one fd per level */
+#define TEMP_TRIES       16
+#define VP               "%.180s" /* a VFS path in a message, leaving room for the advice */
+
+struct vfs {
+    int root_fd;     /* O_PATH|O_DIRECTORY */
+    char *root_path; /* owned, absolute host path */
+    bool memory;     /* a :memory: workspace, removed by vfs_free */
+    dev_t root_dev;  /* recursive removes stay on this file system */
+    bool fsync;
+    size_t read_cap;
+};
+
+/* ---- paths ---- */
+
+int vfs_normalize(const char *in, char *out, size_t outsz, struct errinfo *err)
+{
+    size_t limit, n = 0;
+    const char *p = in;
+
+    if (!out || outsz < 2) {
+        errinfo_set(err, ERR_INTERNAL, "vfs_normalize: output buffer too small");
+        return -1;
+    }
+    if (!in || !*in) {
+        errinfo_set(err, ERR_INVALID,
+                    "path is empty; give an absolute workspace path such as \"/src/main.js\"");
+        return -1;
+    }
+    if (strchr(in, '\\')) {
+        errinfo_set(err, ERR_INVALID, "path \"%.160s\" contains '\\'; workspace paths use '/'", in);
+        return -1;
+    }
+    limit = outsz - 1 < VFS_PATH_MAX ? outsz - 1 : VFS_PATH_MAX;
+    while (*p) {
+        const char *start;
+        size_t len;
+
+        while (*p == '/')
+            p++;
+        start = p;
+        while (*p && *p != '/')
+            p++;
+        len = (size_t)(p - start);
+        if (len == 0 || (len == 1 && start[0] == '.'))
+            continue;
+        if (len == 2 && start[0] == '.' && start[1] == '.') {
+            /* ".." pops one component and stops at the root. */
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--;
+            continue;
+        }
+        if (len > VFS_NAME_MAX) {
+            errinfo_set(err, ERR_INVALID, "path has a component longer than %d bytes: \"%.40s...\"",
+                        VFS_NAME_MAX, start);
+            return -1;
+        }
+        if (n + 1 + len > limit) {
+            errinfo_set(err, ERR_TOO_LARGE, "path is longer than %d bytes", VFS_PATH_MAX);
+            return -1;
+        }
+        out[n++] = '/';
+        memcpy(out + n, start, len);
+        n += len;
+    }
+    if (n == 0)
+        out[n++] = '/';
+    out[n] = '\0';
+    return 0;
+}
+
+int vfs_open_in_root(const struct vfs *v, const char *norm, uint64_t flags)
+{
+    struct open_how how = {
+        .flags = flags | O_CLOEXEC,
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    const char *rel = norm[1] ? norm + 1 : ".";
+
+    for (int i = 0; i < OPEN_RETRIES; i++) {
+        long fd = syscall(SYS_openat2, v->root_fd, rel, &how, sizeof(how));
+
+        if (fd >= 0)
+            return (int)fd;
+        if (errno != EAGAIN && errno != EINTR)
+            return -1;
+    }
+    return -1;
+}
+
+void vfs_path_error(struct errinfo *err, const char *vpath, int e)
+{
+    bool fresh = err && err->kind == ERR_NONE;
+
+    switch (e) {
+    case ENOENT:
+        errinfo_set(err, ERR_NOT_FOUND, VP ": no such file or directory", vpath);
+        break;
+    case ENOTDIR:
+        errinfo_set(err, ERR_NOT_FOUND, VP ": no such file or directory (a parent is a file)",
+                    vpath);
+        break;
+    case ELOOP:
+        errinfo_set(err, ERR_INVALID, VP ": too many levels of symbolic links", vpath);
+        break;
+    case ENAMETOOLONG:
+        errinfo_set(err, ERR_TOO_LARGE, VP ": path too long", vpath);
+        break;
+    case EACCES:
+    case EPERM:
+        errinfo_set(err, ERR_DENIED, VP ": permission denied", vpath);
+        break;
+    case ENOSPC:
+    case EDQUOT:
+        errinfo_set(err, ERR_TOO_LARGE, VP ": the workspace's disk is full", vpath);
+        break;
+    case EXDEV:
+        errinfo_set(err, ERR_DENIED, VP ": leads outside the workspace", vpath);
+        break;
+    case ENXIO:
+        errinfo_set(err, ERR_INVALID, VP ": is a socket or device, not a regular file", vpath);
+        break;
+    default:
+        errno = e;
+        errinfo_sys(err, VP, vpath);
+        break;
+    }
+    if (fresh)
+        err->sys_errno = e;
+}
+
+static enum vfs_type type_of_mode(mode_t m)
+{
+    if (S_ISREG(m))
+        return VFS_FILE;
+    if (S_ISDIR(m))
+        return VFS_DIR;
+    if (S_ISLNK(m))
+        return VFS_SYMLINK;
+    return VFS_OTHER;
+}
+
+static int64_t mtime_ms_of(const struct stat *st)
+{
+    return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
+/* The last component of a normalized path other than "/". */
+static const char *base_name(const char *norm)
+{
+    return strrchr(norm, '/') + 1;
+}
+
+/* Copies the parent of the normalized path norm (not "/") into parent. */
+static void parent_of(const char *norm, char *parent)
+{
+    size_t plen = (size_t)(base_name(norm) - norm) - 1;
+
+    if (plen == 0)
+        plen = 1; /* the parent is the root */
+    memcpy(parent, norm, plen);
+    parent[plen] = '\0';
+}
+
+/* ---- recursive removal (also used for :memory: roots) ---- */
+
+struct rm_ctx {
+    dev_t dev;
+    uint64_t removed;
+    const char *top; /* VFS path named in messages */
+    struct errinfo *err;
+};
+
+struct namelist {
+    char **names;
+    size_t n, cap;
+};
+
+static void namelist_free(struct namelist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof(*l));
+}
+
+static int namelist_push(struct namelist *l, const char *name)
+{
+    char *copy;
+
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 32;
+        char **grown = realloc(l->names, cap * sizeof(*grown));
+
+        if (!grown)
+            return -1;
+        l->names = grown;
+        l->cap = cap;
+    }
+    copy = strdup(name);
+    if (!copy)
+        return -1;
+    l->names[l->n++] = copy;
+    return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts l and keeps its first keep names. */
+static void namelist_sort_keep(struct namelist *l, size_t keep)
+{
+    if (l->n > 1) /* qsort(NULL, 0, ...) is undefined behaviour */
+        qsort(l->names, l->n, sizeof(*l->names), cmp_name);
+    while (l->n > keep)
+        free(l->names[--l->n]);
+}
+
+/* Reads the names in the directory dfd (borrowed), "." and ".." left out. With keep > 0 only the
+ * keep smallest names are kept (sorted) and *total counts all of them; the list is compacted
+ * whenever it doubles, so memory stays bounded by 2 * keep names. */
+static int read_names(int dfd, size_t keep, struct namelist *l, size_t *total)
+{
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    int rc = -1;
+
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    rewinddir(d);
+    for (;;) {
+        struct dirent *de;
+
+        errno = 0;
+        de = readdir(d);
+        if (!de)
+            break;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (total)
+            (*total)++;
+        if (namelist_push(l, de->d_name) < 0)
+            goto out;
+        if (keep && l->n >= 2 * keep)
+            namelist_sort_keep(l, keep);
+    }
+    if (errno)
+        goto out;
+    if (keep)
+        namelist_sort_keep(l, keep);
+    rc = 0;
+out:
+    closedir(d);
+    return rc;
+}
+
+static int rm_fail(struct rm_ctx *c, const char *name, const char *why)
+{
+    if (why)
+        errinfo_set(c->err, ERR_DENIED, VP ": cannot remove \"%.60s\" inside: %s", c->top, name,
+                    why);
+    else
+        errinfo_sys(c->err, VP ": cannot remove \"%.60s\" inside", c->top, name);
+    return -1;
+}
+
+/* Removes everything inside the directory dfd (borrowed), depth levels below the top. Never
+ * follows a symlink (each step is an *at() call on a bare name with O_NOFOLLOW) and never
+ * enters a directory on another file system. */
+static int rm_contents(int dfd, struct rm_ctx *c, int depth)
+{
+    struct namelist l = {0};
+    int rc = -1;
+
+    if (read_names(dfd, 0, &l, NULL) < 0) {
+        errinfo_sys(c->err, VP ": cannot read a directory inside", c->top);
+        goto out;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        const char *name = l.names[i];
+        struct stat st;
+        int cfd;
+
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT)
+                continue;
+            rm_fail(c, name, NULL);
+            goto out;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT) {
+                rm_fail(c, name, NULL);
+                goto out;
+            }
+            c->removed++;
+            continue;
+        }
+        if (depth >= REMOVE_DEPTH_MAX) {
+            rm_fail(c, name, "directories nested too deep");
+            goto out;
+        }
+        cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0) {
+            rm_fail(c, name, NULL);
+            goto out;
+        }
+        /* Checked on the opened fd, so a swap after fstatat cannot lead into a mount. */
+        if (fstat(cfd, &st) < 0 || st.st_dev != c->dev) {
+            close(cfd);
+            rm_fail(c, name, "it is a mount point of another file system");
+            goto out;
+        }
+        if (rm_contents(cfd, c, depth + 1) < 0) {
+            close(cfd);
+            goto out;
+        }
+        close(cfd);
+        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+            rm_fail(c, name, NULL);
+            goto out;
+        }
+        c->removed++;
+    }
+    rc = 0;
+out:
+    namelist_free(&l);
+    return rc;
+}
+
+/* Removes the directory name in pfd (borrowed) and everything in it. */
+static int rm_tree_at(int pfd, const char *name, struct rm_ctx *c)
+{
+    struct stat st;
+    int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (dfd < 0) {
+        vfs_path_error(c->err, c->top, errno);
+        return -1;
+    }
+    if (fstat(dfd, &st) < 0 || st.st_dev != c->dev) {
+        close(dfd);
+        errinfo_set(c->err, ERR_DENIED, VP " is a mount point of another file system; not removing",
+                    c->top);
+        return -1;
+    }
+    if (rm_contents(dfd, c, 1) < 0) {
+        close(dfd);
+        return -1;
+    }
+    close(dfd);
+    if (unlinkat(pfd, name, AT_REMOVEDIR) < 0) {
+        vfs_path_error(c->err, c->top, errno);
+        return -1;
+    }
+    c->removed++;
+    return 0;
+}
+
+/* ---- the root: create, :memory:, open, free ---- */
+
+/* mkdir -p with mode for the missing components of the host path dir. */
+static int mkdir_p(const char *dir, mode_t mode, struct errinfo *err)
+{
+    char *buf = strdup(dir);
+    int rc = -1;
+
+    if (!buf) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        char c = *p;
+
+        if (c != '/' && c != '\0')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, mode) < 0 && errno != EEXIST) {
+            errinfo_sys(err, "cannot create the workspace directory %s", buf);
+            goto out;
+        }
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    rc = 0;
+out:
+    free(buf);
+    return rc;
+}
+
+/* Removes runbox-mem-<pid>-* directories under base left by daemons that no longer run (killed
+ * before vfs_free). The walk is fd-based with O_NOFOLLOW and stays on one file system, so a
+ * planted symlink cannot widen what is removed. */
+static void remove_stale_memory_dirs(const char *base)
+{
+    size_t plen = strlen(MEM_PREFIX);
+    struct namelist l = {0};
+    int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (bfd < 0)
+        return;
+    if (read_names(bfd, 0, &l, NULL) < 0)
+        goto out;
+    for (size_t i = 0; i < l.n; i++) {
+        const char *name = l.names[i];
+        struct rm_ctx c = {.top = name};
+        struct stat st;
+        char *end;
+        long pid;
+
+        if (strncmp(name, MEM_PREFIX, plen) != 0)
+            continue;
+        errno = 0;
+        pid = strtol(name + plen, &end, 10);
+        if (errno || end == name + plen || *end != '-' || pid <= 0 || pid == getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        /* Root may take any owner's: a daemon started as root hands its directory to the user
+         * it drops to, so its leftovers belong to that user. */
+        if (fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+            (st.st_uid != geteuid() && geteuid() != 0))
+            continue;
+        c.dev = st.st_dev;
+        if (rm_tree_at(bfd, name, &c) == 0)
+            log_info("vfs: removed the stale memory workspace %s/%s of dead pid %ld", base, name,
+                     pid);
+        else
+            log_warn("vfs: cannot remove the stale memory workspace %s/%s", base, name);
+    }
+out:
+    namelist_free(&l);
+    close(bfd);
+}
+
+/* Creates a private directory for a :memory: workspace. Returns its owned path or NULL. */
+static char *make_memory_dir(struct errinfo *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    const char *bases[] = {"/dev/shm", tmp && *tmp == '/' ? tmp : "/tmp", "/tmp"};
+    char path[VFS_PATH_MAX];
+
+    for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+        struct stat st;
+        int n;
+
+        if (stat(bases[i], &st) < 0 || !S_ISDIR(st.st_mode) || access(bases[i], W_OK) < 0)
+            continue;
+        remove_stale_memory_dirs(bases[i]);
+        n = snprintf(path, sizeof(path), "%s/" MEM_PREFIX "%ld-XXXXXX", bases[i], (long)getpid());
+        if (n < 0 || (size_t)n >= sizeof(path))
+            continue;
+        if (mkdtemp(path))
+            return strdup(path);
+    }
+    errinfo_sys(err, "cannot create a :memory: workspace under /dev/shm, $TMPDIR or /tmp");
+    return NULL;
+}
+
+static int open_root(struct vfs *v, const char *dir, struct errinfo *err)
+{
+    struct stat st;
+    int fd;
+
+    if (v->memory) {
+        v->root_path = make_memory_dir(err);
+        if (!v->root_path)
+            return -1;
+    } else {
+        if (mkdir_p(dir, 0700, err) < 0)
+            return -1;
+        v->root_path = realpath(dir, NULL);
+        if (!v->root_path) {
+            errinfo_sys(err, "cannot resolve the workspace directory %s", dir);
+            return -1;
+        }
+    }
+    v->root_fd = open(v->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (v->root_fd < 0 || fstat(v->root_fd, &st) < 0) {
+        errinfo_sys(err, "cannot open the workspace directory %s", v->root_path);
+        return -1;
+    }
+    v->root_dev = st.st_dev;
+    /* Probe openat2 now, so an old kernel is a clear start-up error rather than a failing tool. */
+    fd = vfs_open_in_root(v, "/", O_PATH | O_DIRECTORY);
+    if (fd < 0) {
+        if (errno == ENOSYS || errno == EPERM)
+            errinfo_set(err, ERR_UNAVAILABLE,
+                        "the workspace needs the openat2 system call (Linux 5.6 or newer), "
+                        "which this kernel or its seccomp filter does not provide");
+        else
+            errinfo_sys(err, "cannot open the workspace directory %s", v->root_path);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+struct vfs *vfs_open(const char *dir, const struct vfs_options *opt, struct errinfo *err)
+{
+    struct vfs *v;
+
+    if (!dir || !*dir) {
+        errinfo_set(err, ERR_INVALID, "no workspace directory given");
+        return NULL;
+    }
+    v = calloc(1, sizeof(*v));
+    if (!v) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    v->root_fd = -1;
+    v->fsync = opt ? opt->fsync : true;
+    v->read_cap = opt && opt->read_cap ? opt->read_cap : VFS_READ_CAP;
+    v->memory = strcmp(dir, VFS_MEMORY) == 0;
+    if (open_root(v, dir, err) < 0) {
+        vfs_free(v);
+        return NULL;
+    }
+    log_debug("vfs: workspace at %s%s", v->root_path, v->memory ? " (memory)" : "");
+    return v;
+}
+
+static void remove_memory_root(const struct vfs *v)
+{
+    char *slash = strrchr(v->root_path, '/');
+    struct rm_ctx c = {.dev = v->root_dev, .top = v->root_path};
+    struct errinfo err = {0};
+    int bfd;
+
+    if (!slash || slash == v->root_path)
+        return;
+    *slash = '\0';
+    bfd = open(v->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    *slash = '/';
+    c.err = &err;
+    if (bfd < 0 || rm_tree_at(bfd, slash + 1, &c) < 0)
+        log_warn("vfs: cannot remove the memory workspace %s: %s", v->root_path,
+                 bfd < 0 ? strerror(errno) : err.msg);
+    if (bfd >= 0)
+        close(bfd);
+}
+
+void vfs_free(struct vfs *v)
+{
+    if (!v)
+        return;
+    if (v->root_fd >= 0)
+        close(v->root_fd);
+    if (v->memory && v->root_path)
+        remove_memory_root(v);
+    free(v->root_path);
+    free(v);
+}
+
+const char *vfs_root_path(const struct vfs *v)
+{
+    return v->root_path;
+}
+
+int vfs_root_fd(const struct vfs *v)
+{
+    return v->root_fd;
+}
+
+/* ---- stat, read ---- */
+
+int vfs_stat(struct vfs *v, const char *path, struct vfs_stat *st, struct errinfo *err)
+{
+    char norm[VFS_PATH_MAX + 1];
+    struct stat s;
+    int fd;
+
+    if (vfs_normalize(path, norm, sizeof(norm), err) < 0)
+        return -1;
+    /* O_PATH|O_NOFOLLOW gives an fd for a final symlink itself, so fstat does not follow it. */
+    fd = vfs_open_in_root(v, norm, O_PATH | O_NOFOLLOW);
+    if (fd < 0 || fstat(fd, &s) < 0) {
+        vfs_path_error(err, norm, errno);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    st->type = type_of_mode(s.st_mode);
+    st->size = S_ISREG(s.st_mode) ? (uint64_t)s.st_size : 0;
+    st->mtime_ms = mtime_ms_of(&s);
+    return 0;
+}
+
+/* Fails with the read_file advice when st is not a regular file. */
+static int need_regular(const struct stat *st, const char *norm, struct errinfo *err)
+{
+    if (S_ISREG(st->st_mode))
+        return 0;
+    if (S_ISDIR(st->st_mode))
+        errinfo_set(err, ERR_INVALID, VP " is a directory; use list_dir to see what is inside",
+                    norm);
+    else
+        errinfo_set(err, ERR_INVALID, VP " is not a regular file", norm);
+    return -1;
+}
+
+int vfs_read(struct vfs *v, const char *path, uint64_t offset, size_t length, struct vfs_data *out,
+             struct errinfo *err)
+{
+    char norm[VFS_PATH_MAX + 1];
+    struct stat st;
+    size_t want, got = 0;
+    uint64_t size;
+    int fd, rc = -1;
+
+    memset(out, 0, sizeof(*out));
+    if (vfs_normalize(path, norm, sizeof(norm), err) < 0)
+        return -1;
+    /* O_NONBLOCK: opening a FIFO that a sandboxed command planted must not hang the caller. */
+    fd = vfs_open_in_root(v, norm, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        vfs_path_error(err, norm, errno);
+        return -1;
+    }
+    if (fstat(fd, &st) < 0) {
+        vfs_path_error(err, norm, errno);
+        goto out;
+    }
+    if (need_regular(&st, norm, err) < 0)
+        goto out;
+    size = (uint64_t)st.st_size;
+    want = length && length < v->read_cap ? length : v->read_cap;
+    if (offset >= size)
+        want = 0;
+    else if (want > size - offset)
+        want = (size_t)(size - offset);
+    out->data = malloc(want + 1);
+    if (!out->data) {
+        errinfo_set(err, ERR_NOMEM, VP ": out of memory for %zu bytes", norm, want);
+        goto out;
+    }
+    while (got < want) {
+        ssize_t n = pread(fd, out->data + got, want - got, (off_t)(offset + got));
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            vfs_path_error(err, norm, errno);
+            vfs_data_cleanup(out);
+            goto out;
+        }
+        if (n == 0) {
+            size = offset + got; /* the file shrank since fstat */
+            break;
+        }
+        got += (size_t)n;
+    }
+    out->data[got] = '\0';
+    out->len = got;
+    out->file_size = size;
+    out->offset = offset;
+    out->truncated = offset + got < size;
+    rc = 0;
+out:
+    close(fd);
+    return rc;
+}
+
+void vfs_data_cleanup(struct vfs_data *d)
+{
+    if (!d)
+        return;
+    free(d->data);
+    memset(d, 0, sizeof(*d));
+}
+
+/* ---- write ---- */
+
+/* Opens (O_RDONLY|O_DIRECTORY) the parent parent of target, creating missing directories: each
+ * prefix "/a", "/a/b", ... is opened from the root (so a symlinked component resolves inside the
+ * root) and, when missing, made with mkdirat in the prefix before it. parent is modified while
+ * walking and restored. Returns an owned fd or -1 with err set. */
+static int make_parents(const struct vfs *v, char *parent, const char *target, struct errinfo *err)
+{
+    int dfd = vfs_open_in_root(v, "/", O_RDONLY | O_DIRECTORY);
+    char *p = parent + 1;
+
+    if (dfd < 0) {
+        vfs_path_error(err, "/", errno);
+        return -1;
+    }
+    for (;;) {
+        char *slash = strchr(p, '/');
+        int cfd;
+
+        if (slash)
+            *slash = '\0';
+        cfd = vfs_open_in_root(v, parent, O_RDONLY | O_DIRECTORY);
+        if (cfd < 0 && errno == ENOENT) {
+            if (mkdirat(dfd, p, 0777) < 0 && errno != EEXIST) {
+                vfs_path_error(err, parent, errno);
+                break;
+            }
+            cfd = vfs_open_in_root(v, parent, O_RDONLY | O_DIRECTORY);
+        }
+        if (cfd < 0) {
+            if (errno == ENOTDIR)
+                errinfo_set(err, ERR_INVALID, VP ": a parent (%.60s) is a file", target, parent);
+            else
+                vfs_path_error(err, parent, errno);
+            break;
+        }
+        close(dfd);
+        dfd = cfd;
+        if (!slash)
+            return dfd;
+        *slash = '/';
+        p = slash + 1;
+    }
+    close(dfd);
+    return -1;
+}
+
+static int open_parent_dir(const struct vfs *v, const char *norm, struct errinfo *err)
+{
+    char parent[VFS_PATH_MAX + 1];
+    int fd;
+
+    parent_of(norm, parent);
+    fd = vfs_open_in_root(v, parent, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0)
+        return fd;
+    if (errno != ENOENT && errno != ENOTDIR) {
+        vfs_path_error(err, parent, errno);
+        return -1;
+    }
+    return make_parents(v, parent, norm, err);
+}
+
+/* Creates ".<name>.rbx-XXXXXX" with O_EXCL in dfd. Returns an owned fd, tmp holds its name. */
+static int make_temp(int dfd, const char *name, mode_t mode, char *tmp, size_t tmpsz)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    /* Keep the temp name within NAME_MAX: '.' + name + ".rbx-" + 6 characters. */
+    int keep = (int)strnlen(name, VFS_NAME_MAX - 12);
+
+    for (int i = 0; i < TEMP_TRIES; i++) {
+        unsigned char rnd[6];
+        char suffix[7];
+        int fd;
+
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+            return -1;
+        for (size_t k = 0; k < sizeof(rnd); k++)
+            suffix[k] = chars[rnd[k] % (sizeof(chars) - 1)];
+        suffix[6] = '\0';
+        snprintf(tmp, tmpsz, ".%.*s.rbx-%s", keep, name, suffix);
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len < (1u << 30) ? len : (1u << 30));
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Writes data into a new temp file in dfd and renames it over name. */
+static int replace_at(const struct vfs *v, int dfd, const char *name, const struct stat *old,
+                      const void *data, size_t len, const char *norm, struct errinfo *err)
+{
+    char tmp[VFS_NAME_MAX + 1];
+    int fd = make_temp(dfd, name, 0666, tmp, sizeof(tmp));
+
+    if (fd < 0) {
+        vfs_path_error(err, norm, errno);
+        return -1;
+    }
+    /* A replaced regular file keeps its permission bits (a script stays executable). */
+    if (old && fchmod(fd, old->st_mode & 0777) < 0)
+        goto fail;
+    if (write_all(fd, data, len) < 0 || (v->fsync && fsync(fd) < 0))
+        goto fail;
+    if (close(fd) < 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    if (renameat(dfd, tmp, dfd, name) < 0) {
+        if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)
+            errinfo_set(err, ERR_INVALID, VP " is a directory; write to a file path inside it",
+                        norm);
+        goto fail;
+    }
+    if (v->fsync && fsync(dfd) < 0) {
+        vfs_path_error(err, norm, errno);
+        return -1; /* the new file is in place; only its durability is in doubt */
+    }
+    return 0;
+fail:
+    vfs_path_error(err, norm, errno); /* a no-op when a message is already set */
+    if (fd >= 0)
+        close(fd);
+    unlinkat(dfd, tmp, 0);
+    return -1;
+}
+
+int vfs_write(struct vfs *v, const char *path, const void *data, size_t len, bool *created,
+              struct errinfo *err)
+{
+    char norm[VFS_PATH_MAX + 1];
+    const char *name;
+    struct stat st;
+    bool keep_mode = false;
+    int dfd, rc = -1;
+
+    if (created)
+        *created = false;
+    if (vfs_normalize(path, norm, sizeof(norm), err) < 0)
+        return -1;
+    if (!strcmp(norm, "/")) {
+        errinfo_set(
+            err, ERR_INVALID,
+            "/ is the workspace root, a directory; give a file path such as \"/notes.txt\"");
+        return -1;
+    }
+    name = base_name(norm);
+    dfd = open_parent_dir(v, norm, err);
+    if (dfd < 0)
+        return -1;
+    /* A final symlink is not followed: the rename replaces the link itself. */
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            errinfo_set(err, ERR_INVALID, VP " is a directory; write to a file path inside it",
+                        norm);
+            goto out;
+        }
+        keep_mode = S_ISREG(st.st_mode);
+    } else if (errno == ENOENT) {
+        if (created)
+            *created = true;
+    } else {
+        vfs_path_error(err, norm, errno);
+        goto out;
+    }
+    rc = replace_at(v, dfd, name, keep_mode ? &st : NULL, data, len, norm, err);
+out:
+    close(dfd);
+    return rc;
+}
+
+/* ---- list ---- */
+
+static void fill_entry(int dfd, char *name, struct vfs_entry *e)
+{
+    struct stat st;
+
+    e->name = name;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        e->type = VFS_OTHER; /* removed since readdir */
+        return;
+    }
+    e->type = type_of_mode(st.st_mode);
+    e->size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    e->mtime_ms = mtime_ms_of(&st);
+}
+
+/* Sets the right message for a list_dir path that could not be opened as a directory. */
+static void list_open_error(struct vfs *v, const char *norm, int e, struct errinfo *err)
+{
+    struct vfs_stat st;
+
+    if (e == ENOTDIR && vfs_stat(v, norm, &st, NULL) == 0) {
+        if (st.type == VFS_FILE)
+            errinfo_set(err, ERR_INVALID, VP " is a file; use read_file", norm);
+        else
+            errinfo_set(err, ERR_INVALID, VP " is not a directory", norm);
+        return;
+    }
+    vfs_path_error(err, norm, e);
+}
+
+int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *out,
+             struct errinfo *err)
+{
+    char norm[VFS_PATH_MAX + 1];
+    struct namelist l = {0};
+    int dfd, rc = -1;
+
+    memset(out, 0, sizeof(*out));
+    if (vfs_normalize(path, norm, sizeof(norm), err) < 0)
+        return -1;
+    if (!max)
+        max = VFS_LIST_CAP;
+    dfd = vfs_open_in_root(v, norm, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0) {
+        list_open_error(v, norm, errno, err);
+        return -1;
+    }
+    if (read_names(dfd, max, &l, &out->total) < 0) {
+        vfs_path_error(err, norm, errno);
+        goto out;
+    }
+    out->entries = calloc(l.n ? l.n : 1, sizeof(*out->entries));
+    if (!out->entries) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        fill_entry(dfd, l.names[i], &out->entries[i]);
+        l.names[i] = NULL; /* the listing owns the name now */
+    }
+    out->count = l.n;
+    out->truncated = out->count < out->total;
+    rc = 0;
+out:
+    if (rc < 0)
+        out->total = 0;
+    namelist_free(&l);
+    close(dfd);
+    return rc;
+}
+
+void vfs_listing_cleanup(struct vfs_listing *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->count; i++)
+        free(l->entries[i].name);
+    free(l->entries);
+    memset(l, 0, sizeof(*l));
+}
+
+/* ---- remove ---- */
+
+int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *removed,
+               struct errinfo *err)
+{
+    char norm[VFS_PATH_MAX + 1], parent[VFS_PATH_MAX + 1];
+    struct rm_ctx c = {.dev = v->root_dev, .err = err};
+    const char *name;
+    struct stat st;
+    int pfd, rc = -1;
+
+    if (removed)
+        *removed = 0;
+    if (vfs_normalize(path, norm, sizeof(norm), err) < 0)
+        return -1;
+    if (!strcmp(norm, "/")) {
+        errinfo_set(err, ERR_DENIED,
+                    "refusing to remove the workspace root /; remove the entries inside it");
+        return -1;
+    }
+    c.top = norm;
+    name = base_name(norm);
+    parent_of(norm, parent);
+    pfd = vfs_open_in_root(v, parent, O_PATH | O_DIRECTORY);
+    if (pfd < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        vfs_path_error(err, norm, errno);
+        goto out;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlinkat(pfd, name, 0) < 0) {
+            vfs_path_error(err, norm, errno);
+            goto out;
+        }
+        c.removed = 1;
+    } else if (unlinkat(pfd, name, AT_REMOVEDIR) == 0) {
+        c.removed = 1;
+    } else if (errno != ENOTEMPTY && errno != EEXIST) {
+        vfs_path_error(err, norm, errno);
+        goto out;
+    } else if (!recursive) {
+        errinfo_set(err, ERR_INVALID,
+                    VP " is not empty; pass recursive: true to remove it and "
+                       "everything inside",
+                    norm);
+        goto out;
+    } else if (rm_tree_at(pfd, name, &c) < 0) {
+        goto out;
+    }
+    rc = 0;
+out:
+    if (removed)
+        *removed = c.removed;
+    if (pfd >= 0)
+        close(pfd);
+    return rc;
+}
