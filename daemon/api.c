@@ -1,1 +1,730 @@
-/* placeholder: being written */
+/* daemon/api.c - runboxd's HTTP API (see api.h).
+ *
+ * DESIGN: one civetweb begin_request callback takes every request, so civetweb itself never
+ * serves anything (there is no document root). The request path is kept lean because the proxy
+ * sends every tool call through it: the checks are string compares on headers civetweb already
+ * parsed, the body is read once into one buffer, and the answer is written with an exact
+ * Content-Length so the connection stays alive. Nothing above debug is logged per request. */
+#include "api.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <civetweb.h>
+
+#include "catalog.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "schema.h"
+#include "tools.h"
+#include "vfs.h"
+
+#define API_RESPONSE_MAX (256u << 20) /* far above any tool's capped output */
+#define API_CHUNK        (64u << 10)
+
+struct api {
+    struct mg_context *mg;
+    char bind[64];
+    _Atomic int port;
+    char *token; /* owned, or NULL */
+    char *workspace;
+    bool fsync, allow_network;
+    struct vfs *vfs;
+    const struct catalog *cat;
+    char *bwrap;      /* owned: bwrap's path on PATH, or NULL */
+    char *tools_json; /* owned: {"tools":[...]} */
+    size_t tools_len;
+    char id_prefix[32];
+    bool lib_ready; /* mg_init_library was called */
+    atomic_uint_fast64_t next_id;
+};
+
+/* ---- responses ---- */
+
+/* The Date header's value, formatted per thread once a second. */
+static const char *http_date(void)
+{
+    static _Thread_local char buf[40];
+    static _Thread_local time_t last = -1;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    if (now != last && gmtime_r(&now, &tm)) {
+        strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        last = now;
+    }
+    return buf;
+}
+
+/* Sends one complete response; extra_name/extra_value add one header (may be NULL).
+ * The head is written by hand rather than with mg_response_header_*(): a small answer then
+ * leaves in one write (one segment with TCP_NODELAY), and the head may follow the interim
+ * "100 Continue", after which civetweb's header functions send nothing. (civetweb would also
+ * format Date with gmtime(), whose shared buffer races between workers.) No Connection header:
+ * HTTP/1.1 connections stay open unless the client or refuse_body() says otherwise. */
+static int send_json(struct mg_connection *conn, int status, const char *body, size_t len,
+                     const char *extra_name, const char *extra_value)
+{
+    char out[8192];
+    int n;
+
+    n = snprintf(out, sizeof(out),
+                 "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                 "Date: %s\r\n%s%s%s%s\r\n",
+                 status, mg_get_response_code_text(conn, status), len, http_date(),
+                 extra_name ? extra_name : "", extra_name ? ": " : "",
+                 extra_name ? extra_value : "", extra_name ? "\r\n" : "");
+    if (n < 0 || (size_t)n >= sizeof(out))
+        return status; /* cannot happen: every part is short */
+    if ((size_t)n + len <= sizeof(out)) {
+        memcpy(out + n, body, len);
+        mg_write(conn, out, (size_t)n + len);
+    } else {
+        mg_write(conn, out, (size_t)n);
+        mg_write(conn, body, len);
+    }
+    return status;
+}
+
+/* {"ok":false,"error":msg[,"details":[...]]} with this status. */
+static int send_error_ex(struct mg_connection *conn, int status, const char *msg,
+                         const struct schema_report *rep, const char *hname, const char *hval)
+{
+    struct api_buf b = {.max = 1u << 20};
+    static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
+    int rc = 0;
+
+    rc |= api_buf_add(&b, "{\"ok\":false,\"error\":", 20, NULL);
+    rc |= api_buf_add_json_string(&b, msg, strlen(msg), NULL);
+    if (rep) {
+        size_t n = rep->count < SCHEMA_MAX_ERRORS ? rep->count : SCHEMA_MAX_ERRORS;
+
+        rc |= api_buf_add(&b, ",\"details\":[", 12, NULL);
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                rc |= api_buf_add(&b, ",", 1, NULL);
+            rc |= api_buf_add_json_string(&b, rep->msgs[i], strlen(rep->msgs[i]), NULL);
+        }
+        rc |= api_buf_add(&b, "]", 1, NULL);
+    }
+    rc |= api_buf_add(&b, "}", 1, NULL);
+    if (rc)
+        send_json(conn, 503, oom, sizeof(oom) - 1, NULL, NULL);
+    else
+        send_json(conn, status, b.data, b.len, hname, hval);
+    api_buf_cleanup(&b);
+    return status;
+}
+
+static int send_error(struct mg_connection *conn, int status, const char *msg)
+{
+    return send_error_ex(conn, status, msg, NULL, NULL, NULL);
+}
+
+/* A request-level failure: the table picks the status. */
+static int send_errinfo(struct mg_connection *conn, const struct errinfo *err)
+{
+    return send_error(conn, api_status_for(err->kind), err->msg);
+}
+
+/* ---- the endpoints ---- */
+
+static int handle_health(struct api *a, struct mg_connection *conn)
+{
+    struct api_buf b = {.max = 1u << 16};
+    char head[160];
+    int n, rc = 0;
+
+    n = snprintf(head, sizeof(head),
+                 "{\"ok\":true,\"service\":\"runboxd\",\"version\":\"%s\",\"pid\":%ld,"
+                 "\"port\":%d,\"workspace\":",
+                 RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port));
+    rc |= api_buf_add(&b, head, (size_t)n, NULL);
+    rc |= api_buf_add_json_string(&b, a->workspace, strlen(a->workspace), NULL);
+    n = snprintf(head, sizeof(head),
+                 ",\"fsync\":%s,\"allow_network\":%s,\"sandbox\":"
+                 "{\"available\":%s,\"bwrap\":",
+                 a->fsync ? "true" : "false", a->allow_network ? "true" : "false",
+                 a->bwrap ? "true" : "false");
+    rc |= api_buf_add(&b, head, (size_t)n, NULL);
+    if (a->bwrap)
+        rc |= api_buf_add_json_string(&b, a->bwrap, strlen(a->bwrap), NULL);
+    else
+        rc |= api_buf_add(&b, "null", 4, NULL);
+    rc |= api_buf_add(&b, "},\"studio\":{\"connected\":false,\"instances\":[]}}", 46, NULL);
+    if (rc)
+        n = send_error(conn, 503, "out of memory");
+    else
+        n = send_json(conn, 200, b.data, b.len, NULL, NULL);
+    api_buf_cleanup(&b);
+    return n;
+}
+
+/* Grows buf for a body of unknown length (chunked), up to one byte past the limit so that an
+ * over-long body can be told apart from one of exactly API_BODY_MAX bytes. */
+static int grow_body(char **buf, size_t *cap, size_t len, struct errinfo *err)
+{
+    size_t ncap = *cap * 2 > API_BODY_MAX + 2u ? API_BODY_MAX + 2u : *cap * 2;
+    char *p;
+
+    if (len > API_BODY_MAX) {
+        errinfo_set(err, ERR_TOO_LARGE, "request body is over the limit of %u bytes (32 MiB)",
+                    API_BODY_MAX);
+        return -1;
+    }
+    p = realloc(*buf, ncap);
+    if (!p) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for a %zu-byte body", ncap);
+        return -1;
+    }
+    *buf = p;
+    *cap = ncap;
+    return 0;
+}
+
+/* Reads the whole body (at most API_BODY_MAX bytes, Content-Length or chunked) into an owned
+ * NUL-terminated buffer. A declared length over the limit fails before anything is read. */
+static int read_body(struct mg_connection *conn, long long clen, char **out, size_t *outlen,
+                     struct errinfo *err)
+{
+    size_t cap = clen >= 0 ? (size_t)clen + 1 : API_CHUNK, len = 0;
+    char *buf;
+
+    if (clen > (long long)API_BODY_MAX) {
+        errinfo_set(err, ERR_TOO_LARGE,
+                    "request body is %lld bytes; the limit is %u bytes (32 MiB)", clen,
+                    API_BODY_MAX);
+        return -1;
+    }
+    buf = malloc(cap);
+    if (!buf) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for a %zu-byte body", cap);
+        return -1;
+    }
+    for (;;) {
+        int n;
+
+        if (len + 1 == cap && (clen >= 0 || grow_body(&buf, &cap, len, err) < 0))
+            break;
+        n = mg_read(conn, buf + len, cap - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    if (!errinfo_is_set(err) && clen >= 0 && len != (size_t)clen)
+        errinfo_set(err, ERR_INVALID, "request body ended after %zu of %lld bytes", len, clen);
+    if (errinfo_is_set(err)) {
+        free(buf);
+        return -1;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+/* Parses and checks the arguments; on failure answers and returns the status, else 0. */
+static int parse_args(struct mg_connection *conn, const char *body, size_t len, cJSON **out)
+{
+    struct errinfo err = {0};
+    struct jsonrpc_scan scan;
+    cJSON *args;
+
+    if (memchr(body, '\0', len))
+        return send_error(conn, 400, "request body contains a NUL byte; send JSON text");
+    args = jsonrpc_parse(body, len, &err);
+    if (!args) {
+        err.kind = ERR_INVALID; /* too deep is a bad request here, not a size problem */
+        return send_errinfo(conn, &err);
+    }
+    if (!cJSON_IsObject(args)) {
+        cJSON_Delete(args);
+        return send_error(conn, 400,
+                          "request body must be a JSON object of arguments ({} when "
+                          "the tool takes none)");
+    }
+    jsonrpc_scan(body, len, &scan);
+    if (scan.has_nul_escape) {
+        cJSON_Delete(args);
+        return send_error(conn, 400,
+                          "arguments contain a NUL character (\\u0000), which no path "
+                          "or text here may hold");
+    }
+    *out = args;
+    return 0;
+}
+
+/* Sends {"ok":true,"id":id,"result":...} or {"ok":false,"id":id,"error":...}. */
+static int send_tool_answer(struct mg_connection *conn, const char *id,
+                            const struct tools_result *res, const struct errinfo *terr)
+{
+    struct api_buf b = {.max = API_RESPONSE_MAX};
+    struct errinfo err = {0};
+    int rc = 0;
+
+    if (api_buf_reserve(&b, (res ? res->len + res->len / 16 : 256) + 64, &err) < 0)
+        goto fail;
+    rc |= api_buf_add(&b, res ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", res ? 17 : 18,
+                      &err);
+    rc |= api_buf_add(&b, id, strlen(id), &err);
+    if (res) {
+        rc |= api_buf_add(&b, "\",\"result\":", 11, &err);
+        if (res->is_json)
+            rc |= api_buf_add(&b, res->data, res->len, &err);
+        else
+            rc |= api_buf_add_json_string(&b, res->data, res->len, &err);
+    } else {
+        rc |= api_buf_add(&b, "\",\"error\":", 10, &err);
+        rc |= api_buf_add_json_string(&b, terr->msg, strlen(terr->msg), &err);
+    }
+    rc |= api_buf_add(&b, "}", 1, &err);
+    if (rc)
+        goto fail;
+    send_json(conn, 200, b.data, b.len, NULL, NULL);
+    api_buf_cleanup(&b);
+    return 200;
+fail:
+    api_buf_cleanup(&b);
+    return send_errinfo(conn, &err);
+}
+
+static int run_tool(struct api *a, struct mg_connection *conn, const char *name, cJSON *args)
+{
+    const struct catalog_tool *tool = catalog_find(a->cat, name);
+    struct schema_report rep;
+    struct tools_ctx ctx = {.vfs = a->vfs};
+    struct tools_result res = {0};
+    struct errinfo terr = {0};
+    char id[48], msg[SCHEMA_MSG_MAX + 200];
+    int status;
+
+    if (!tool) {
+        snprintf(msg, sizeof(msg), "unknown tool: %.128s; GET /tools lists the tools", name);
+        return send_error(conn, 404, msg);
+    }
+    if (schema_validate(catalog_tool_input_schema(tool), args, "arguments", &rep) < 0) {
+        snprintf(msg, sizeof(msg), "invalid arguments for %s: %s", name,
+                 rep.count ? rep.msgs[0] : "rejected by the schema");
+        return send_error_ex(conn, 400, msg, &rep, NULL, NULL);
+    }
+    snprintf(id, sizeof(id), "%s-%" PRIuFAST64, a->id_prefix,
+             atomic_fetch_add_explicit(&a->next_id, 1, memory_order_relaxed));
+    if (tools_call(&ctx, name, args, &res, &terr) < 0) {
+        log_debug("api: call %s %s failed: %s", id, name, terr.msg);
+        status = send_tool_answer(conn, id, NULL, &terr);
+    } else {
+        status = send_tool_answer(conn, id, &res, NULL);
+    }
+    tools_result_cleanup(&res);
+    return status;
+}
+
+/* Answers 413 and ends the connection, since the rest of the body is never read. Closing a socket
+ * with unread data makes the kernel reset it, and the reset can destroy the answer before the
+ * client reads it; so what the client already sent (at most API_DRAIN_MAX) is read and dropped
+ * first, as a "lingering close". A client that stops sending and closes ends it sooner. */
+#define API_DRAIN_MAX API_BODY_MAX
+
+static int refuse_body(struct mg_connection *conn, const char *msg)
+{
+    char sink[8192];
+    size_t drained = 0;
+    int n;
+
+    send_error_ex(conn, 413, msg, NULL, "Connection", "close");
+#ifdef HAVE_MG_DISABLE_KEEP_ALIVE
+    mg_disable_keep_alive(conn);
+#endif
+    while (drained < API_DRAIN_MAX) {
+        n = mg_read(conn, sink, sizeof(sink));
+        if (n <= 0)
+            break;
+        drained += (size_t)n;
+    }
+    return 413;
+}
+
+static bool expects_continue(const struct mg_connection *conn)
+{
+    const char *expect = mg_get_header(conn, "Expect");
+    const char *version = mg_get_request_info(conn)->http_version;
+
+    return expect && strcasecmp(expect, "100-continue") == 0 && version &&
+           strcmp(version, "1.1") == 0;
+}
+
+static int handle_tool(struct api *a, struct mg_connection *conn, const char *name)
+{
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    struct errinfo err = {0};
+    char *body = NULL;
+    size_t len = 0;
+    cJSON *args = NULL;
+    int status;
+
+    if (!api_content_type_ok(mg_get_header(conn, "Content-Type")))
+        return send_error(conn, 415,
+                          "POST bodies must be JSON: send Content-Type: "
+                          "application/json");
+    /* civetweb answers "Expect: 100-continue" only for its own file uploads; without the
+     * interim answer curl waits a second before sending bodies over 1 MiB. A body over the
+     * limit gets its 413 instead, before the client sends it. */
+    if (ri->content_length <= (long long)API_BODY_MAX && expects_continue(conn))
+        mg_write(conn, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    if (read_body(conn, ri->content_length, &body, &len, &err) < 0) {
+        if (err.kind == ERR_TOO_LARGE)
+            return refuse_body(conn, err.msg);
+        return send_errinfo(conn, &err);
+    }
+    /* An empty body is the empty arguments object. */
+    status = parse_args(conn, len ? body : "{}", len ? len : 2, &args);
+    free(body);
+    if (status)
+        return status;
+    status = run_tool(a, conn, name, args);
+    cJSON_Delete(args);
+    return status;
+}
+
+static const char endpoints[] = "the endpoints are POST /tool/<name>, GET /tools and GET /health";
+
+static int route(struct api *a, struct mg_connection *conn, const char *method, const char *path)
+{
+    bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    char msg[400];
+
+    if (strcmp(path, "/health") == 0 || strcmp(path, "/tools") == 0) {
+        if (!get) {
+            snprintf(msg, sizeof(msg), "%.16s %s is not allowed; use GET", method, path);
+            return send_error_ex(conn, 405, msg, NULL, "Allow", "GET");
+        }
+        if (path[1] == 'h')
+            return handle_health(a, conn);
+        return send_json(conn, 200, a->tools_json, a->tools_len, NULL, NULL);
+    }
+    if (strncmp(path, "/tool/", 6) == 0 && path[6]) {
+        if (!post) {
+            snprintf(msg, sizeof(msg),
+                     "%.16s %.200s is not allowed; use POST with the "
+                     "arguments as a JSON object",
+                     method, path);
+            return send_error_ex(conn, 405, msg, NULL, "Allow", "POST");
+        }
+        return handle_tool(a, conn, path + 6);
+    }
+    snprintf(msg, sizeof(msg), "no such endpoint: %.200s; %s", path, endpoints);
+    return send_error(conn, 404, msg);
+}
+
+static int on_request(struct mg_connection *conn)
+{
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    struct api *a = ri->user_data;
+    int port = atomic_load_explicit(&a->port, memory_order_relaxed);
+    const char *path = ri->local_uri_raw;
+
+    if (!api_host_ok(mg_get_header(conn, "Host"), port, a->bind))
+        return send_error(conn, 403,
+                          "forbidden Host header: runboxd answers only requests "
+                          "addressed to localhost, 127.0.0.1 or [::1] with its port");
+    if (!api_origin_ok(mg_get_header(conn, "Origin"), port, a->bind))
+        return send_error(conn, 403, "forbidden Origin: runboxd does not answer web pages");
+    if (a->token && !api_token_ok(mg_get_header(conn, "Authorization"), a->token))
+        return send_error_ex(conn, 401,
+                             "missing or wrong token: send Authorization: Bearer "
+                             "<token> (the daemon's RUNBOX_TOKEN or token file)",
+                             NULL, "WWW-Authenticate", "Bearer");
+    if (!path)
+        return send_error(conn, 404, "no such endpoint");
+    log_trace("api: %s %s", ri->request_method, path);
+    return route(a, conn, ri->request_method, path);
+}
+
+static int on_log(const struct mg_connection *conn, const char *message)
+{
+    (void)conn;
+    log_debug("http: %s", message);
+    return 1;
+}
+
+/* ---- start and stop ---- */
+
+/* Debian's civetweb is built with USE_STACK_SIZE=102400: every worker thread gets a 100 KiB
+ * stack, and civetweb offers no option to change it. Our handlers walk directory trees up to
+ * 256 levels deep and run regexec, which does not fit in 100 KiB (a deep search crashed the
+ * daemon). civetweb sets the size through pthread_attr_setstacksize, so this definition in our
+ * program, which the dynamic linker prefers for libcivetweb's calls, raises any smaller request
+ * to API_STACK_MIN. Only touched stack pages cost memory, so the peak RSS barely changes. */
+#define API_STACK_MIN (1u << 20)
+
+int pthread_attr_setstacksize(pthread_attr_t *attr, size_t size)
+{
+    static int (*real)(pthread_attr_t *, size_t);
+
+    if (!real) {
+        *(void **)&real = dlsym(RTLD_NEXT, "pthread_attr_setstacksize");
+        if (!real)
+            return ENOSYS;
+    }
+    return real(attr, size < API_STACK_MIN ? API_STACK_MIN : size);
+}
+
+/* bwrap's path on PATH (owned), or NULL. */
+static char *find_on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+
+    if (!path || !path[0])
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *sep = strchr(path, ':');
+        size_t n = sep ? (size_t)(sep - path) : strlen(path);
+        int w = snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog);
+
+        if (n > 0 && w > 0 && (size_t)w < sizeof(buf) && access(buf, X_OK) == 0)
+            return strdup(buf);
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return NULL;
+}
+
+static void port_in_use(int port, struct errinfo *err)
+{
+    errinfo_set(err, ERR_EXISTS,
+                "port %d is in use; is another runboxd running? (GET /health) "
+                "or pick --port",
+                port);
+}
+
+/* Tells "port taken" apart from other failures before civetweb tries, so the message can say
+ * what to do. The probe socket is closed at once; the race with another process is harmless
+ * (civetweb's bind then fails with its own message). */
+/* Fills ss/sl for a numeric address and port; -1 when addr is not numeric. */
+static int sockaddr_for(const char *addr, int port, struct sockaddr_storage *ss, socklen_t *sl)
+{
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+    memset(ss, 0, sizeof(*ss));
+    if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        *sl = sizeof(*s4);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        *sl = sizeof(*s6);
+        return 0;
+    }
+    return -1;
+}
+
+/* Tells "port taken" apart from other failures before civetweb tries, so the message can say
+ * what to do. The probe socket is closed at once; the race with another process is harmless
+ * (civetweb's bind then fails with its own message). */
+static int probe_port(const char *bind_addr, int port, struct errinfo *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int fd, one = 1, rc = 0;
+
+    if (sockaddr_for(bind_addr, port, &ss, &sl) < 0) {
+        errinfo_set(err, ERR_INVALID, "--bind %s is not a numeric address", bind_addr);
+        return -1;
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0; /* let civetweb report it */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
+        if (errno == EADDRINUSE)
+            port_in_use(port, err);
+        else
+            errinfo_sys(err, "cannot listen on %s port %d", bind_addr, port);
+        rc = -1;
+    }
+    close(fd);
+    return rc;
+}
+
+static int build_tools_json(struct api *a, struct errinfo *err)
+{
+    struct api_buf b = {.max = 64u << 20};
+    const char *arr = catalog_tools_json(a->cat);
+
+    if (api_buf_add(&b, "{\"tools\":", 9, err) < 0 || api_buf_add(&b, arr, strlen(arr), err) < 0 ||
+        api_buf_add(&b, "}", 1, err) < 0) {
+        api_buf_cleanup(&b);
+        return -1;
+    }
+    a->tools_json = b.data;
+    a->tools_len = b.len;
+    return 0;
+}
+
+static int start_civetweb(struct api *a, int port, struct errinfo *err)
+{
+    struct mg_callbacks cb;
+    struct mg_server_port ports[4];
+    char listen[96], threads[16], keepalive[16], text[256] = "";
+    unsigned code = 0;
+    struct mg_error_data edata = {.code = &code, .text = text, .text_buffer_size = sizeof(text)};
+    /* The CORS options are emptied so that civetweb never grants a preflight by itself (its
+     * default is "*"); every request reaches on_request first anyway. */
+    /* clang-format off */
+    const char *options[] = {
+        "listening_ports", listen,
+        "num_threads", threads,
+        "enable_keep_alive", "yes",
+        "keep_alive_timeout_ms", keepalive,
+        "tcp_nodelay", "1",
+        "request_timeout_ms", "30000",
+        "access_control_allow_origin", "",
+        "access_control_allow_methods", "",
+        "access_control_allow_headers", "",
+        NULL};
+    /* clang-format on */
+    struct mg_init_data init = {.callbacks = &cb, .user_data = a, .configuration_options = options};
+
+    snprintf(listen, sizeof(listen), strchr(a->bind, ':') ? "[%s]:%d" : "%s:%d", a->bind, port);
+    snprintf(threads, sizeof(threads), "%d", API_THREADS);
+    snprintf(keepalive, sizeof(keepalive), "%d", API_KEEPALIVE_MS);
+    memset(&cb, 0, sizeof(cb));
+    cb.begin_request = on_request;
+    cb.log_message = on_log;
+    a->mg = mg_start2(&init, &edata);
+    if (!a->mg) {
+        if (strstr(text, "in use") || strstr(text, "(98)"))
+            port_in_use(port, err);
+        else
+            errinfo_set(err, ERR_IO, "cannot start the HTTP server on %s: %s", listen,
+                        text[0] ? text : "unknown error");
+        return -1;
+    }
+    if (mg_get_server_ports(a->mg, 4, ports) < 1) {
+        errinfo_set(err, ERR_INTERNAL, "the HTTP server reports no listening port");
+        return -1;
+    }
+    atomic_store(&a->port, ports[0].port);
+    return 0;
+}
+
+/* civetweb's listener thread sleeps in poll() for up to 2 s between checks of its stop flag;
+ * a connection wakes it. So while mg_stop() waits, a helper thread knocks on our own port. */
+struct knock {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    atomic_bool done;
+};
+
+static void *knock_thread(void *arg)
+{
+    struct knock *k = arg;
+
+    while (!atomic_load(&k->done)) {
+        int fd = socket(k->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd >= 0) {
+            (void)connect(fd, (struct sockaddr *)&k->ss, k->sl);
+            close(fd);
+        }
+        usleep(20 * 1000);
+    }
+    return NULL;
+}
+
+static void stop_civetweb(struct api *a)
+{
+    struct knock k = {.sl = 0};
+    const char *addr =
+        api_is_wildcard(a->bind) ? (strchr(a->bind, ':') ? "::1" : "127.0.0.1") : a->bind;
+    pthread_t tid;
+    bool knocking;
+
+    atomic_init(&k.done, false);
+    knocking = sockaddr_for(addr, atomic_load(&a->port), &k.ss, &k.sl) == 0 &&
+               pthread_create(&tid, NULL, knock_thread, &k) == 0;
+    mg_stop(a->mg);
+    a->mg = NULL;
+    atomic_store(&k.done, true);
+    if (knocking)
+        pthread_join(tid, NULL);
+}
+
+struct api *api_start(const struct api_options *opt, struct errinfo *err)
+{
+    struct api *a = calloc(1, sizeof(*a));
+
+    if (!a) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    snprintf(a->bind, sizeof(a->bind), "%s", opt->bind);
+    atomic_init(&a->port, opt->port);
+    a->token = opt->token ? strdup(opt->token) : NULL;
+    a->workspace = strdup(opt->workspace);
+    a->fsync = opt->fsync;
+    a->allow_network = opt->allow_network;
+    a->vfs = opt->vfs;
+    a->cat = catalog_builtin();
+    a->bwrap = find_on_path("bwrap");
+    /* Call ids: unique across restarts (start time) and within a run (the counter). */
+    snprintf(a->id_prefix, sizeof(a->id_prefix), "c%lx%x", (unsigned long)time(NULL),
+             (unsigned)getpid() & 0xffff);
+    atomic_init(&a->next_id, 1);
+    if (!a->workspace || (opt->token && !a->token)) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (build_tools_json(a, err) < 0)
+        goto fail;
+    if (opt->port != 0 && probe_port(a->bind, opt->port, err) < 0)
+        goto fail;
+    mg_init_library(0);
+    a->lib_ready = true;
+    if (start_civetweb(a, opt->port, err) < 0)
+        goto fail;
+    return a;
+fail:
+    api_stop(a);
+    return NULL;
+}
+
+int api_port(const struct api *a)
+{
+    return atomic_load(&a->port);
+}
+
+void api_stop(struct api *a)
+{
+    if (!a)
+        return;
+    if (a->mg)
+        stop_civetweb(a);
+    if (a->lib_ready)
+        mg_exit_library();
+    if (a->token)
+        memset(a->token, 0, strlen(a->token));
+    free(a->token);
+    free(a->workspace);
+    free(a->bwrap);
+    free(a->tools_json);
+    free(a);
+}

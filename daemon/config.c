@@ -1,1 +1,605 @@
-/* placeholder: being written */
+/* daemon/config.c - runboxd's settings (see config.h).
+ *
+ * Every setting has one setter that validates a textual or JSON value; the flag table and the
+ * file-key table both lead to it, so "--port x" and {"port":"x"} fail with the same rule. The
+ * order of application gives the precedence: defaults, then the file, then the environment,
+ * then the flags, each overwriting what came before. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#define CONFIG_FILE_MAX (1u << 20) /* a config file larger than this is surely a mistake */
+#define TOKEN_FILE_MAX  4096
+
+static const char *const file_keys =
+    "port, bind, workspace, allow_network, log_level, user, fsync, token_file";
+
+static int set_str(char **dst, const char *value, struct errinfo *err)
+{
+    char *copy = strdup(value);
+
+    if (!copy) {
+        errinfo_set(err, ERR_NOMEM, "config: out of memory");
+        return -1;
+    }
+    free(*dst);
+    *dst = copy;
+    return 0;
+}
+
+/* Joins a and b into an owned string. */
+static char *join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *s = malloc(la + lb + 1);
+
+    if (!s)
+        return NULL;
+    memcpy(s, a, la);
+    memcpy(s + la, b, lb + 1);
+    return s;
+}
+
+void config_env_from_process(struct config_env *env)
+{
+    env->runbox_log = getenv("RUNBOX_LOG");
+    env->runbox_token = getenv("RUNBOX_TOKEN");
+    env->xdg_data_home = getenv("XDG_DATA_HOME");
+    env->xdg_config_home = getenv("XDG_CONFIG_HOME");
+    env->home = getenv("HOME");
+}
+
+/* Owned "<xdg>/runbox/<leaf>" or "<home>/<fallback>/runbox/<leaf>", or NULL when neither is set
+ * (XDG says a relative XDG_* value is to be ignored). */
+static char *xdg_path(const char *xdg, const char *home, const char *fallback, const char *leaf)
+{
+    char buf[4096];
+    int n;
+
+    if (xdg && xdg[0] == '/')
+        n = snprintf(buf, sizeof(buf), "%s/runbox/%s", xdg, leaf);
+    else if (home && home[0])
+        n = snprintf(buf, sizeof(buf), "%s/%s/runbox/%s", home, fallback, leaf);
+    else
+        return NULL;
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return NULL;
+    return strdup(buf);
+}
+
+int config_init(struct config *cfg, const struct config_env *env, struct errinfo *err)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->port = CONFIG_DEFAULT_PORT;
+    snprintf(cfg->bind, sizeof(cfg->bind), "%s", CONFIG_DEFAULT_BIND);
+    cfg->log_level = LOG_WARN;
+    cfg->fsync = true;
+    cfg->home = env->home;
+    /* With neither XDG_DATA_HOME nor HOME there is no default workspace; config_validate says so
+     * unless a flag or the file names one. */
+    cfg->workspace = xdg_path(env->xdg_data_home, env->home, ".local/share", "workspace");
+    cfg->config_file = xdg_path(env->xdg_config_home, env->home, ".config", "config.json");
+    (void)err;
+    return 0;
+}
+
+void config_cleanup(struct config *cfg)
+{
+    free(cfg->workspace);
+    free(cfg->config_file);
+    free(cfg->user);
+    free(cfg->token_file);
+    if (cfg->token)
+        memset(cfg->token, 0, strlen(cfg->token)); /* do not leave the secret in freed memory */
+    free(cfg->token);
+    cfg->workspace = cfg->config_file = cfg->user = cfg->token_file = cfg->token = NULL;
+}
+
+bool config_is_loopback(const char *addr)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+
+    if (inet_pton(AF_INET, addr, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, addr, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6);
+    return false;
+}
+
+/* ---- the setters: src names where the value came from, for messages ("--port", "file: key
+ * \"port\"") ---- */
+
+static int set_port(struct config *cfg, const char *src, const char *v, struct errinfo *err)
+{
+    char *end = NULL;
+    long n;
+
+    errno = 0;
+    n = strtol(v, &end, 10);
+    if (!v[0] || errno || *end || n < 0 || n > 65535) {
+        errinfo_set(err, ERR_INVALID,
+                    "%s: expected a port number 0-65535 (0 = any free port); "
+                    "got \"%.40s\"",
+                    src, v);
+        return -1;
+    }
+    cfg->port = (int)n;
+    return 0;
+}
+
+static int set_bind(struct config *cfg, const char *src, const char *v, struct errinfo *err)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+
+    if (strcasecmp(v, "localhost") == 0)
+        v = "127.0.0.1";
+    if (strlen(v) >= sizeof(cfg->bind) ||
+        (inet_pton(AF_INET, v, buf) != 1 && inet_pton(AF_INET6, v, buf) != 1)) {
+        errinfo_set(err, ERR_INVALID,
+                    "%s: expected a numeric IPv4 or IPv6 address such as "
+                    "127.0.0.1 or ::1; got \"%.60s\"",
+                    src, v);
+        return -1;
+    }
+    snprintf(cfg->bind, sizeof(cfg->bind), "%s", v);
+    return 0;
+}
+
+static int set_nonempty(char **dst, const char *src, const char *what, const char *v,
+                        struct errinfo *err)
+{
+    if (!v[0]) {
+        errinfo_set(err, ERR_INVALID, "%s: expected %s; got an empty string", src, what);
+        return -1;
+    }
+    return set_str(dst, v, err);
+}
+
+static int set_log_level(struct config *cfg, const char *src, const char *v, struct errinfo *err)
+{
+    if (log_parse_level(v, &cfg->log_level) < 0) {
+        errinfo_set(err, ERR_INVALID,
+                    "%s: expected one of error, warn, info, debug, trace; "
+                    "got \"%.40s\"",
+                    src, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* A path from the config file: "~/x" means $HOME/x (JSON has no shell to expand it). */
+static int set_file_path(struct config *cfg, char **dst, const char *src, const char *v,
+                         struct errinfo *err)
+{
+    char *joined;
+
+    if (strncmp(v, "~/", 2) != 0 || !cfg->home || !cfg->home[0])
+        return set_nonempty(dst, src, "a path", v, err);
+    joined = join(cfg->home, v + 1);
+    if (!joined) {
+        errinfo_set(err, ERR_NOMEM, "config: out of memory");
+        return -1;
+    }
+    free(*dst);
+    *dst = joined;
+    return 0;
+}
+
+/* ---- the file ---- */
+
+static const char *json_type_name(const cJSON *v)
+{
+    if (cJSON_IsBool(v))
+        return "boolean";
+    if (cJSON_IsNumber(v))
+        return "number";
+    if (cJSON_IsString(v))
+        return "string";
+    if (cJSON_IsArray(v))
+        return "array";
+    if (cJSON_IsObject(v))
+        return "object";
+    return "null";
+}
+
+static int file_type_error(const char *path, const char *key, const char *want, const cJSON *v,
+                           struct errinfo *err)
+{
+    errinfo_set(err, ERR_INVALID, "%s: key \"%s\": expected %s, got %s", path, key, want,
+                json_type_name(v));
+    return -1;
+}
+
+static int file_string(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
+{
+    const char *key = item->string;
+    char src[300];
+
+    snprintf(src, sizeof(src), "%s: key \"%s\"", path, key);
+    if (!cJSON_IsString(item))
+        return file_type_error(path, key, "a string", item, err);
+    if (strcmp(key, "bind") == 0)
+        return set_bind(cfg, src, item->valuestring, err);
+    if (strcmp(key, "workspace") == 0)
+        return set_file_path(cfg, &cfg->workspace, src, item->valuestring, err);
+    if (strcmp(key, "token_file") == 0)
+        return set_file_path(cfg, &cfg->token_file, src, item->valuestring, err);
+    if (strcmp(key, "log_level") == 0)
+        return set_log_level(cfg, src, item->valuestring, err);
+    return set_nonempty(&cfg->user, src, "a user name", item->valuestring, err); /* "user" */
+}
+
+static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
+{
+    const char *key = item->string;
+    static const char *const string_keys[] = {"bind", "workspace", "token_file", "log_level",
+                                              "user"};
+
+    if (strcmp(key, "port") == 0) {
+        double d = item->valuedouble;
+
+        if (!cJSON_IsNumber(item))
+            return file_type_error(path, key, "an integer 0-65535", item, err);
+        if (!(d >= 0 && d <= 65535) || d != (double)(int)d) {
+            errinfo_set(err, ERR_INVALID, "%s: key \"port\": expected an integer 0-65535; got %g",
+                        path, d);
+            return -1;
+        }
+        cfg->port = (int)d;
+        return 0;
+    }
+    if (strcmp(key, "allow_network") == 0 || strcmp(key, "fsync") == 0) {
+        if (!cJSON_IsBool(item))
+            return file_type_error(path, key, "true or false", item, err);
+        *(key[0] == 'a' ? &cfg->allow_network : &cfg->fsync) = cJSON_IsTrue(item);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(string_keys) / sizeof(string_keys[0]); i++)
+        if (strcmp(key, string_keys[i]) == 0)
+            return file_string(cfg, path, item, err);
+    errinfo_set(err, ERR_INVALID, "%s: unknown key \"%.60s\" (accepted: %s)", path, key, file_keys);
+    return -1;
+}
+
+int config_apply_file(struct config *cfg, const char *path, const char *text, struct errinfo *err)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    int rc = -1;
+
+    if (!root) {
+        size_t off = end ? (size_t)(end - text) : 0;
+        errinfo_set(err, ERR_INVALID,
+                    "%s: invalid JSON at byte %zu; expected an object with "
+                    "keys %s",
+                    path, off, file_keys);
+        goto out;
+    }
+    if (!cJSON_IsObject(root)) {
+        errinfo_set(err, ERR_INVALID, "%s: expected a JSON object with keys %s, got %s", path,
+                    file_keys, json_type_name(root));
+        goto out;
+    }
+    for (const cJSON *item = root->child; item; item = item->next)
+        if (file_item(cfg, path, item, err) < 0)
+            goto out;
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ---- the environment ---- */
+
+int config_apply_env(struct config *cfg, const struct config_env *env, struct errinfo *err)
+{
+    enum log_level level;
+
+    if (env->runbox_log && env->runbox_log[0] && log_parse_level(env->runbox_log, &level) == 0)
+        cfg->log_level = level;
+    if (env->runbox_token && env->runbox_token[0]) {
+        /* The environment beats a token_file from the config file. */
+        if (set_str(&cfg->token, env->runbox_token, err) < 0)
+            return -1;
+        free(cfg->token_file);
+        cfg->token_file = NULL;
+    }
+    return 0;
+}
+
+/* ---- the flags ---- */
+
+enum opt_id {
+    OPT_PORT,
+    OPT_BIND,
+    OPT_WORKSPACE,
+    OPT_CONFIG,
+    OPT_ALLOW_NETWORK,
+    OPT_LOG_LEVEL,
+    OPT_USER,
+    OPT_NO_FSYNC,
+    OPT_TOKEN_FILE,
+    OPT_VERSION,
+    OPT_HELP
+};
+
+struct opt {
+    const char *name;
+    enum opt_id id;
+    bool has_value;
+};
+
+static const struct opt opts[] = {
+    {"--port", OPT_PORT, true},
+    {"--bind", OPT_BIND, true},
+    {"--workspace", OPT_WORKSPACE, true},
+    {"--config", OPT_CONFIG, true},
+    {"--allow-network", OPT_ALLOW_NETWORK, false},
+    {"--log-level", OPT_LOG_LEVEL, true},
+    {"--user", OPT_USER, true},
+    {"--no-fsync", OPT_NO_FSYNC, false},
+    {"--token-file", OPT_TOKEN_FILE, true},
+    {"--version", OPT_VERSION, false},
+    {"--help", OPT_HELP, false},
+    {"-h", OPT_HELP, false},
+};
+
+/* Finds the option argv[*i] names; sets *value for options that take one (from "=value" or
+ * the next argument, advancing *i). */
+static const struct opt *match_opt(int argc, char *const argv[], int *i, const char **value,
+                                   struct errinfo *err)
+{
+    const char *arg = argv[*i];
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+
+    for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++) {
+        if (strlen(opts[k].name) != len || strncmp(arg, opts[k].name, len) != 0)
+            continue;
+        *value = NULL;
+        if (!opts[k].has_value) {
+            if (eq) {
+                errinfo_set(err, ERR_INVALID, "%s takes no value; see runboxd --help",
+                            opts[k].name);
+                return NULL;
+            }
+        } else if (eq) {
+            *value = eq + 1;
+        } else if (*i + 1 < argc) {
+            *value = argv[++*i];
+        } else {
+            errinfo_set(err, ERR_INVALID, "%s needs a value; see runboxd --help", opts[k].name);
+            return NULL;
+        }
+        return &opts[k];
+    }
+    errinfo_set(err, ERR_INVALID, "unknown option \"%.60s\"; see runboxd --help", arg);
+    return NULL;
+}
+
+static int apply_opt(struct config *cfg, const struct opt *o, const char *v, struct errinfo *err)
+{
+    switch (o->id) {
+    case OPT_PORT:
+        return set_port(cfg, o->name, v, err);
+    case OPT_BIND:
+        return set_bind(cfg, o->name, v, err);
+    case OPT_WORKSPACE:
+        return set_nonempty(&cfg->workspace, o->name, "a directory or :memory:", v, err);
+    case OPT_CONFIG:
+        return set_nonempty(&cfg->config_file, o->name, "a file", v, err);
+    case OPT_ALLOW_NETWORK:
+        cfg->allow_network = true;
+        return 0;
+    case OPT_LOG_LEVEL:
+        return set_log_level(cfg, o->name, v, err);
+    case OPT_USER:
+        return set_nonempty(&cfg->user, o->name, "a user name", v, err);
+    case OPT_NO_FSYNC:
+        cfg->fsync = false;
+        return 0;
+    case OPT_TOKEN_FILE:
+        /* The flag beats RUNBOX_TOKEN. */
+        if (set_nonempty(&cfg->token_file, o->name, "a file", v, err) < 0)
+            return -1;
+        free(cfg->token);
+        cfg->token = NULL;
+        return 0;
+    case OPT_VERSION:
+        cfg->show_version = true;
+        return 0;
+    case OPT_HELP:
+        cfg->show_help = true;
+        return 0;
+    }
+    return 0;
+}
+
+int config_apply_args(struct config *cfg, int argc, char *const argv[], struct errinfo *err)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *value = NULL;
+        const struct opt *o = match_opt(argc, argv, &i, &value, err);
+
+        if (!o || apply_opt(cfg, o, value, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int config_find_file_arg(int argc, char *const argv[], const char **out, struct errinfo *err)
+{
+    *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *value = NULL;
+        struct errinfo ignored = {0};
+        const struct opt *o = match_opt(argc, argv, &i, &value, &ignored);
+
+        /* Unknown options are config_apply_args' business; only --config matters here. */
+        if (!o && strncmp(argv[i], "--config", 8) == 0 && (!argv[i][8] || argv[i][8] == '=')) {
+            errinfo_set(err, ERR_INVALID, "--config needs a value; see runboxd --help");
+            return -1;
+        }
+        if (o && o->id == OPT_CONFIG)
+            *out = value;
+    }
+    return 0;
+}
+
+int config_validate(const struct config *cfg, bool has_token, struct errinfo *err)
+{
+    if (!cfg->workspace) {
+        errinfo_set(err, ERR_INVALID,
+                    "no workspace: HOME and XDG_DATA_HOME are unset; pass "
+                    "--workspace DIR or --workspace :memory:");
+        return -1;
+    }
+    if (!config_is_loopback(cfg->bind) && !has_token) {
+        errinfo_set(err, ERR_INVALID,
+                    "--bind %s is not a loopback address: anyone who can reach "
+                    "it could use the workspace; set a token (RUNBOX_TOKEN or --token-file) or "
+                    "bind to 127.0.0.1",
+                    cfg->bind);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads a whole small file into an owned NUL-terminated string. */
+static char *slurp(const char *path, size_t max, struct errinfo *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n;
+
+    if (!f) {
+        errinfo_sys(err, "%s: cannot open", path);
+        return NULL;
+    }
+    buf = malloc(max + 1);
+    if (!buf) {
+        errinfo_set(err, ERR_NOMEM, "config: out of memory");
+        goto out;
+    }
+    n = fread(buf, 1, max + 1, f);
+    if (ferror(f) || n > max) {
+        if (ferror(f))
+            errinfo_sys(err, "%s: cannot read", path);
+        else
+            errinfo_set(err, ERR_INVALID, "%s: larger than %zu bytes", path, max);
+        free(buf);
+        buf = NULL;
+        goto out;
+    }
+    buf[n] = '\0';
+out:
+    fclose(f);
+    return buf;
+}
+
+int config_load(struct config *cfg, int argc, char *const argv[], const struct config_env *env,
+                struct errinfo *err)
+{
+    const char *file_arg = NULL;
+    char *text = NULL;
+    int rc = -1;
+
+    if (config_init(cfg, env, err) < 0 || config_find_file_arg(argc, argv, &file_arg, err) < 0)
+        goto out;
+    if (file_arg && set_str(&cfg->config_file, file_arg, err) < 0)
+        goto out;
+    if (cfg->config_file) {
+        struct errinfo ferr = {0};
+
+        text = slurp(cfg->config_file, CONFIG_FILE_MAX, &ferr);
+        if (!text && (file_arg || ferr.kind != ERR_NOT_FOUND)) {
+            /* Only the default file may be missing. */
+            errinfo_set(err, ERR_INVALID, "%s", ferr.msg);
+            goto out;
+        }
+        if (!text) {
+            free(cfg->config_file);
+            cfg->config_file = NULL;
+        }
+    }
+    if (text && config_apply_file(cfg, cfg->config_file, text, err) < 0)
+        goto out;
+    if (config_apply_env(cfg, env, err) < 0 || config_apply_args(cfg, argc, argv, err) < 0)
+        goto out;
+    rc = 0;
+out:
+    free(text);
+    return rc;
+}
+
+int config_read_token(struct config *cfg, struct errinfo *err)
+{
+    char *text;
+    size_t n;
+
+    if (!cfg->token_file)
+        return 0;
+    text = slurp(cfg->token_file, TOKEN_FILE_MAX, err);
+    if (!text)
+        return -1;
+    n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' ' ||
+                     text[n - 1] == '\t'))
+        text[--n] = '\0';
+    if (n == 0) {
+        free(text);
+        errinfo_set(err, ERR_INVALID,
+                    "%s: the token file is empty; put the token on its first "
+                    "line",
+                    cfg->token_file);
+        return -1;
+    }
+    free(cfg->token);
+    cfg->token = text;
+    return 0;
+}
+
+const char *config_usage(void)
+{
+    return "Usage: runboxd [options]\n"
+           "Runbox daemon: serves the workspace tools over HTTP on a loopback address.\n"
+           "\n"
+           "Options:\n"
+           "  --port N            port to listen on (default 7766; 0 = any free port, printed\n"
+           "                      in the ready line)\n"
+           "  --bind ADDR         address to listen on (default 127.0.0.1); a non-loopback\n"
+           "                      address needs a token\n"
+           "  --workspace DIR     the workspace directory, or :memory: for a private one that\n"
+           "                      disappears with the daemon (default\n"
+           "                      $XDG_DATA_HOME/runbox/workspace, i.e.\n"
+           "                      ~/.local/share/runbox/workspace)\n"
+           "  --config FILE       JSON config file (default $XDG_CONFIG_HOME/runbox/config.json;\n"
+           "                      a missing default file is fine)\n"
+           "  --allow-network     let sandboxed commands use the network (stored and shown in\n"
+           "                      /health; exec comes in a later release)\n"
+           "  --log-level LEVEL   error, warn, info, debug or trace (default: RUNBOX_LOG, else\n"
+           "                      warn); logs go to stderr\n"
+           "  --user NAME         the account to run as when started as root (default: the\n"
+           "                      sudo caller, else nobody)\n"
+           "  --no-fsync          do not fsync written files (faster, less durable)\n"
+           "  --token-file FILE   require \"Authorization: Bearer <token>\" with the token in\n"
+           "                      FILE (RUNBOX_TOKEN sets the token directly)\n"
+           "  --version           print the version and exit\n"
+           "  --help              print this help and exit\n"
+           "\n"
+           "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
+           "allow_network, log_level, user, fsync, token_file. Flags beat the environment,\n"
+           "which beats the file.\n"
+           "\n"
+           "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health.\n"
+           "Exit status: 0 on SIGTERM/SIGINT, 1 when the port is taken or the workspace\n"
+           "cannot be opened, 2 for a configuration error.\n";
+}

@@ -1,1 +1,156 @@
-/* placeholder: being written */
+/* daemon/main.c - runboxd: settings, the workspace, dropping root, the HTTP server, and a clean
+ * shutdown on SIGTERM/SIGINT.
+ *
+ * Startup order matters: the settings and the token are read while we may still be root (the
+ * files may be root's), then the workspace is opened and handed to the target user, then root is
+ * dropped, and only then does any thread start or any socket accept. Exit status: 0 after a
+ * signal, 1 when the port is taken or the workspace or server cannot start, 2 for a bad setting. */
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "config.h"
+#include "errinfo.h"
+#include "log.h"
+#include "privdrop.h"
+#include "vfs.h"
+
+static int fail(int status, const struct errinfo *err)
+{
+    fprintf(stderr, "runboxd: %s\n", err->msg);
+    return status;
+}
+
+/* Settings, token and their checks. Returns -1 to go on, else the exit status. */
+static int setup_config(struct config *cfg, int argc, char *argv[])
+{
+    struct config_env env;
+    struct errinfo err = {0};
+
+    config_env_from_process(&env);
+    if (config_load(cfg, argc, argv, &env, &err) < 0)
+        return fail(2, &err);
+    if (cfg->show_help) {
+        fputs(config_usage(), stdout);
+        return 0;
+    }
+    if (cfg->show_version) {
+        printf("runboxd %s\n", RUNBOX_VERSION);
+        return 0;
+    }
+    log_set_level(cfg->log_level);
+    if (config_read_token(cfg, &err) < 0 || config_validate(cfg, cfg->token != NULL, &err) < 0)
+        return fail(2, &err);
+    return -1;
+}
+
+/* When root: picks the account (exit 2 when unknown), hands it the workspace and drops to it.
+ * Returns -1 to go on, else the exit status. */
+static int drop_root(const struct config *cfg, struct vfs *v)
+{
+    struct privdrop_target t;
+    struct errinfo err = {0};
+
+    if (geteuid() != 0) {
+        if (cfg->user)
+            log_info("runboxd: not root, so --user %s is not needed and ignored", cfg->user);
+        return -1;
+    }
+    if (privdrop_resolve(cfg->user, getenv("SUDO_UID"), getenv("SUDO_GID"), &t, &err) < 0)
+        return fail(2, &err);
+    if (privdrop_apply(&t, vfs_root_fd(v), &err) < 0)
+        return fail(1, &err);
+    log_info("runboxd: started as root; now serving as user %s (uid %u, gid %u)",
+             t.name[0] ? t.name : "(no name)", (unsigned)t.uid, (unsigned)t.gid);
+    return -1;
+}
+
+/* Checks the target account before the workspace is touched, so an unknown --user does not
+ * create directories first. */
+static int check_user(const struct config *cfg)
+{
+    struct privdrop_target t;
+    struct errinfo err = {0};
+
+    if (geteuid() != 0)
+        return -1;
+    if (privdrop_resolve(cfg->user, getenv("SUDO_UID"), getenv("SUDO_GID"), &t, &err) < 0)
+        return fail(2, &err);
+    return -1;
+}
+
+static int serve(const struct config *cfg, struct vfs *v, const sigset_t *stop)
+{
+    struct api_options opt = {
+        .bind = cfg->bind,
+        .port = cfg->port,
+        .token = cfg->token,
+        .workspace = strcmp(cfg->workspace, VFS_MEMORY) == 0 ? VFS_MEMORY : vfs_root_path(v),
+        .fsync = cfg->fsync,
+        .allow_network = cfg->allow_network,
+        .vfs = v,
+    };
+    struct errinfo err = {0};
+    struct api *a = api_start(&opt, &err);
+    int sig = 0;
+
+    if (!a)
+        return fail(1, &err);
+    printf("runboxd: listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "", cfg->bind,
+           strchr(cfg->bind, ':') ? "]" : "", api_port(a));
+    fflush(stdout);
+    log_info("runboxd: workspace %s, fsync %s, network %s, token %s", opt.workspace,
+             cfg->fsync ? "on" : "off", cfg->allow_network ? "allowed" : "off",
+             cfg->token ? "required" : "none");
+    while (sigwait(stop, &sig) != 0)
+        ;
+    log_info("runboxd: %s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    api_stop(a);
+    return 0;
+}
+
+int main(int argc, char *argv[])
+{
+    struct config cfg;
+    struct vfs_options vopt = {0};
+    struct errinfo err = {0};
+    struct vfs *v = NULL;
+    sigset_t stop;
+    int status;
+
+    log_init("runboxd");
+    status = setup_config(&cfg, argc, argv);
+    if (status < 0)
+        status = check_user(&cfg);
+    if (status >= 0)
+        goto out;
+    /* Few arenas and a fixed mmap threshold keep the peak RSS low with 32 worker threads:
+     * large bodies go to mmap and return to the system when freed. */
+    mallopt(M_ARENA_MAX, 2);
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    vopt.fsync = cfg.fsync;
+    v = vfs_open(cfg.workspace, &vopt, &err);
+    if (!v) {
+        status = fail(1, &err);
+        goto out;
+    }
+    status = drop_root(&cfg, v);
+    if (status >= 0)
+        goto out;
+    /* The workers inherit this mask, so only sigwait() below sees the stop signals. */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    status = serve(&cfg, v, &stop);
+out:
+    vfs_free(v);
+    config_cleanup(&cfg);
+    return status;
+}

@@ -1,0 +1,91 @@
+/* daemon/api.h - runboxd's HTTP API over civetweb: POST /tool/<name>, GET /tools, GET /health.
+ *
+ * Every request passes, in this order: the Host check (loopback names with our port, plus the
+ * bound address when it is not loopback), the Origin check (only our own loopback origins; a
+ * browser page elsewhere gets 403), the bearer token (when one is set), the route (404/405),
+ * then for POST: Content-Type application/json (415), the body limit (413, the connection is
+ * closed without reading the body), JSON syntax and depth (400), an object (400), no NUL
+ * characters (400), a known tool (404) and valid arguments (400 with "details").
+ * Request-level failures are JSON {"ok":false,"error":...}; one table maps errinfo_kind to the
+ * HTTP status. Tool results are 200 {"ok":true|false,"id":...}.
+ *
+ * Thread-safety: api_start/api_stop on the main thread; requests run on civetweb's workers and
+ * share only immutable state, the vfs (any thread) and an atomic call counter. */
+#ifndef DAEMON_API_H
+#define DAEMON_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "errinfo.h"
+
+struct vfs;
+
+#define API_BODY_MAX     (32u << 20) /* request body limit: 32 MiB */
+#define API_THREADS      32          /* civetweb workers; a keep-alive connection keeps one */
+#define API_KEEPALIVE_MS 2000        /* idle keep-alive connections are closed after this */
+
+struct api_options {
+    const char *bind;      /* numeric address to listen on; copied */
+    int port;              /* 0 = any free port */
+    const char *token;     /* bearer token or NULL; copied (never logged) */
+    const char *workspace; /* shown in /health: the host path or ":memory:"; copied */
+    bool fsync;            /* shown in /health */
+    bool allow_network;    /* shown in /health */
+    struct vfs *vfs;       /* borrowed; must outlive the api */
+};
+
+struct api; /* opaque */
+
+/* Starts listening and serving. The port being taken is ERR_EXISTS with a message saying what
+ * to do. Returns an owned api (stop and free with api_stop) or NULL with err set. */
+struct api *api_start(const struct api_options *opt, struct errinfo *err);
+
+/* The port actually listened on (the real one when opt->port was 0). */
+int api_port(const struct api *a);
+
+/* Stops serving (waits for the workers) and frees a. NULL is a no-op. */
+void api_stop(struct api *a);
+
+/* ---- pure helpers, shared with the unit test ---- */
+
+/* The HTTP status for a request-level failure of this kind (the one table). */
+int api_status_for(enum errinfo_kind kind);
+
+/* True when a Host header value is acceptable for a server on port (see the top comment).
+ * bind is the bound address (a non-loopback one is allowed too; a wildcard allows any host). */
+bool api_host_ok(const char *host, int port, const char *bind);
+
+/* True for the wildcard addresses 0.0.0.0 and ::. */
+bool api_is_wildcard(const char *bind);
+
+/* True when an Origin header value is one of our own origins (NULL = no header = fine). */
+bool api_origin_ok(const char *origin, int port, const char *bind);
+
+/* True when a Content-Type header value is application/json (parameters allowed). */
+bool api_content_type_ok(const char *ctype);
+
+/* True when the Authorization header carries "Bearer <token>"; constant time in the token. */
+bool api_token_ok(const char *authorization, const char *token);
+
+/* A growable response buffer with a ceiling (STYLE §5). Storage is the caller's; data is
+ * malloc'd (free it, or api_buf_cleanup). */
+struct api_buf {
+    char *data;
+    size_t len, cap;
+    size_t max; /* most bytes the buffer may hold */
+};
+
+void api_buf_cleanup(struct api_buf *b); /* frees data; safe on a zeroed struct */
+
+/* Makes room for extra more bytes (and a NUL). -1 with ERR_TOO_LARGE past max, ERR_NOMEM. */
+int api_buf_reserve(struct api_buf *b, size_t extra, struct errinfo *err);
+
+/* Appends s[0..slen). -1 with ERR_TOO_LARGE past max, ERR_NOMEM when malloc fails. */
+int api_buf_add(struct api_buf *b, const char *s, size_t slen, struct errinfo *err);
+
+/* Appends s[0..slen) as a JSON string (quotes included). Invalid UTF-8 becomes U+FFFD, so the
+ * output is always valid JSON text. */
+int api_buf_add_json_string(struct api_buf *b, const char *s, size_t slen, struct errinfo *err);
+
+#endif /* DAEMON_API_H */

@@ -1,0 +1,70 @@
+/* daemon/tools.h - the tools the daemon runs itself (route "local"): a dispatch table from the
+ * catalog name to a handler.
+ *
+ * A handler receives arguments that already passed schema_validate() against the tool's
+ * catalog schema (types, required, enums, ranges are known good), applies the schema's
+ * defaults for what is missing, and produces either a result (text, or serialized JSON) or a
+ * tool failure in err, which the HTTP layer answers as 200 {"ok":false,"error":...}.
+ * Thread-safety: any thread; handlers share only the vfs (itself any-thread). */
+#ifndef DAEMON_TOOLS_H
+#define DAEMON_TOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "errinfo.h"
+
+struct vfs;
+
+struct tools_ctx {
+    struct vfs *vfs; /* borrowed for the daemon's lifetime */
+};
+
+struct tools_result {
+    char *data;   /* owned (free with tools_result_cleanup); NUL-terminated */
+    size_t len;   /* bytes in data */
+    bool is_json; /* data is serialized JSON (else plain text, to be sent as a JSON string) */
+};
+
+void tools_result_cleanup(struct tools_result *r); /* safe on a zeroed struct */
+
+typedef int (*tools_fn)(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                        struct errinfo *err);
+
+/* True when the daemon has a handler for this tool name. */
+bool tools_has(const char *name);
+
+/* Runs the tool. args is the validated arguments object (borrowed). Returns 0 with *out filled,
+ * or -1 with err set (the tool failed; *out is left empty). An unknown name is ERR_NOT_FOUND. */
+int tools_call(const struct tools_ctx *ctx, const char *name, const cJSON *args,
+               struct tools_result *out, struct errinfo *err);
+
+/* ---- for tools_workspace.c and the unit test ---- */
+
+/* The workspace tool handlers (tools_workspace.c). */
+int tools_read_file(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                    struct errinfo *err);
+int tools_write_file(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                     struct errinfo *err);
+int tools_list_dir(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                   struct errinfo *err);
+int tools_remove(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                 struct errinfo *err);
+int tools_search(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                 struct errinfo *err);
+
+/* Pure. Checks that s[0..len) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
+ * Returns len when it is, else the offset of the first byte of the first bad sequence. */
+size_t tools_utf8_valid_prefix(const char *s, size_t len);
+
+/* Pure. Base64 (RFC 4648, padding optional, whitespace ignored) into an owned buffer
+ * (free with free()); fails with ERR_INVALID naming the position of the first bad character. */
+int tools_base64_decode(const char *in, size_t len, char **out, size_t *outlen,
+                        struct errinfo *err);
+
+/* Pure. Base64 with padding into an owned NUL-terminated buffer, or NULL (no memory). */
+char *tools_base64_encode(const void *data, size_t len, size_t *outlen);
+
+#endif /* DAEMON_TOOLS_H */

@@ -1,0 +1,328 @@
+// Integration: runboxd as a server - keep-alive, concurrency, signals, the token, the
+// command line and config file, a taken port, and dropping root.
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+
+import { request, runRunboxd, startDaemon } from '../lib/daemon.mjs';
+
+function tmpdir(tag) {
+  return mkdtempSync(path.join(os.tmpdir(), `runboxd-${tag}-`));
+}
+
+describe('connections', () => {
+  test('several requests travel on one keep-alive socket', async () => {
+    const d = await startDaemon();
+    try {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const sockets = new Set();
+      for (let i = 0; i < 5; i++) {
+        const r = await request(d.port, '/tool/write_file', {
+          method: 'POST', agent, headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ path: `/k${i}.txt`, content: `${i}` }) });
+        assert.equal(r.status, 200);
+        assert.equal(r.body.ok, true);
+        assert.notEqual(r.headers.connection, 'close');
+        sockets.add(r.socket);
+      }
+      const h = await request(d.port, '/health', { agent });
+      sockets.add(h.socket);
+      assert.equal(sockets.size, 1, 'all requests used one socket');
+      agent.destroy();
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('pipelined requests on a raw socket are all answered in order', async () => {
+    const d = await startDaemon();
+    try {
+      const body = JSON.stringify({ path: '/' });
+      const one = `POST /tool/list_dir HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\n` +
+                  `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      const text = await new Promise((resolve, reject) => {
+        const sock = net.connect(d.port, '127.0.0.1');
+        let got = '';
+        sock.on('data', (c) => {
+          got += c;
+          if ((got.match(/HTTP\/1\.1 200/g) || []).length === 3 && got.endsWith('}')) {
+            sock.end();
+            resolve(got);
+          }
+        });
+        sock.on('error', reject);
+        sock.on('close', () => reject(new Error(`closed early after: ${got}\n${d.stderr()}`)));
+        sock.write(one + one + one);
+      });
+      assert.equal((text.match(/"ok":true/g) || []).length, 3);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('Expect: 100-continue gets the interim answer, then the real one', async () => {
+    const d = await startDaemon();
+    try {
+      const body = JSON.stringify({ path: '/e.txt', content: 'expected' });
+      const text = await new Promise((resolve, reject) => {
+        const sock = net.connect(d.port, '127.0.0.1');
+        let got = '';
+        let sentBody = false;
+        sock.on('data', (c) => {
+          got += c;
+          if (!sentBody && got.includes('\r\n\r\n')) { sentBody = true; sock.write(body); }
+          if (/\r\n\r\n[^]*\r\n\r\n\{[^]*\}$/.test(got)) { sock.end(); resolve(got); }
+        });
+        sock.on('error', reject);
+        sock.write(`POST /tool/write_file HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\n` +
+                   `Content-Type: application/json\r\nExpect: 100-continue\r\n` +
+                   `Content-Length: ${body.length}\r\n\r\n`);
+      });
+      assert.match(text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+      assert.match(text, /"created":true/);
+      assert.equal(readFileSync(path.join(d.workspace, 'e.txt'), 'utf8'), 'expected');
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('50 concurrent requests all succeed', async () => {
+    const d = await startDaemon();
+    try {
+      const calls = [];
+      for (let i = 0; i < 50; i++) {
+        calls.push(d.call('write_file', { path: `/c/${i}.txt`, content: `n${i}` })
+          .then(() => d.call('read_file', { path: `/c/${i}.txt` })));
+      }
+      const res = await Promise.all(calls);
+      res.forEach((r, i) => {
+        assert.equal(r.status, 200);
+        assert.equal(r.body.result, `n${i}`);
+      });
+      const l = await d.call('list_dir', { path: '/c' });
+      assert.equal(l.body.result.total, 50);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('SIGTERM during a steady stream of requests exits 0', async () => {
+    const d = await startDaemon();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    let stop = false;
+    const loops = [0, 1, 2, 3].map(async () => {
+      while (!stop) {
+        try {
+          await request(d.port, '/tool/list_dir', { method: 'POST', agent,
+                                                    headers: { 'Content-Type': 'application/json' }, body: '{}' });
+        } catch { return; }
+      }
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    const t0 = Date.now();
+    const res = await d.stop();
+    stop = true;
+    await Promise.all(loops);
+    agent.destroy();
+    assert.deepEqual(res, { code: 0, signal: null });
+    assert.ok(Date.now() - t0 < 4000, `stopped in ${Date.now() - t0} ms`);
+  });
+});
+
+describe('token', () => {
+  test('with RUNBOX_TOKEN every request needs the bearer token', async () => {
+    const d = await startDaemon({ env: { RUNBOX_TOKEN: 's3cret-token' } });
+    try {
+      const none = await request(d.port, '/health');
+      assert.equal(none.status, 401);
+      assert.equal(none.body.ok, false);
+      assert.match(none.body.error, /Authorization: Bearer/);
+      assert.equal(none.headers['www-authenticate'], 'Bearer');
+      const wrong = await request(d.port, '/tools', { headers: { Authorization: 'Bearer s3cret-tokex' } });
+      assert.equal(wrong.status, 401);
+      const longer = await request(d.port, '/tools', { headers: { Authorization: 'Bearer s3cret-token2' } });
+      assert.equal(longer.status, 401);
+      const basic = await request(d.port, '/tools', { headers: { Authorization: 'Basic s3cret-token' } });
+      assert.equal(basic.status, 401);
+      const ok = await d.call('write_file', { path: '/t.txt', content: 'x' }); // helper sends the token
+      assert.equal(ok.status, 200);
+      assert.equal(ok.body.ok, true);
+      // Host and Origin are still checked first.
+      const host = await request(d.port, '/health', { headers: { Host: 'evil.test', Authorization: 'Bearer s3cret-token' } });
+      assert.equal(host.status, 403);
+      assert.doesNotMatch(d.stderr(), /s3cret/);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('--token-file reads the token (trailing newline dropped) and beats RUNBOX_TOKEN', async () => {
+    const dir = tmpdir('token');
+    try {
+      const file = path.join(dir, 'token');
+      writeFileSync(file, 'from-file\n');
+      chmodSync(file, 0o600);
+      const d = await startDaemon({ args: ['--token-file', file], env: { RUNBOX_TOKEN: 'from-env' }, token: 'from-file' });
+      try {
+        assert.equal((await request(d.port, '/health', { headers: { Authorization: 'Bearer from-env' } })).status, 401);
+        assert.equal((await request(d.port, '/health', { headers: { Authorization: 'Bearer from-file' } })).status, 200);
+      } finally {
+        await d.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a non-loopback --bind without a token refuses to start (exit 2)', async () => {
+    const r = await runRunboxd(['--port', '0', '--workspace', ':memory:', '--bind', '0.0.0.0']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /0\.0\.0\.0.*token/);
+    assert.equal(r.stdout, '');
+  });
+});
+
+describe('command line and config file', () => {
+  test('--help and --version exit 0', async () => {
+    const h = await runRunboxd(['--help']);
+    assert.equal(h.code, 0);
+    for (const f of ['--port', '--bind', '--workspace', '--config', '--allow-network', '--log-level', '--user',
+                     '--no-fsync', '--token-file', '--version'])
+      assert.ok(h.stdout.includes(f), f);
+    assert.match(h.stdout, /allow-network[\s\S]*later/);
+    const v = await runRunboxd(['--version']);
+    assert.equal(v.code, 0);
+    assert.match(v.stdout, /^runboxd \d+\.\d+\.\d+/);
+  });
+
+  test('bad flags exit 2 with a message naming the flag', async () => {
+    for (const [args, re] of [[['--port', 'abc'], /--port/], [['--port', '70000'], /--port/],
+                              [['--frobnicate'], /--frobnicate/], [['--log-level', 'loud'], /--log-level.*debug/],
+                              [['--bind', 'not-an-ip'], /--bind/], [['--port'], /--port needs a value/]]) {
+      const r = await runRunboxd(args);
+      assert.equal(r.code, 2, `${args}: ${r.stderr}`);
+      assert.match(r.stderr, re);
+    }
+  });
+
+  test('the config file sets values; flags beat it; errors name the file and key', async () => {
+    const dir = tmpdir('config');
+    try {
+      const cfg = path.join(dir, 'config.json');
+      const ws = path.join(dir, 'ws');
+      writeFileSync(cfg, JSON.stringify({ workspace: ws, fsync: false, allow_network: true, log_level: 'error' }));
+      const d = await startDaemon({ workspace: ':memory:', args: ['--config', cfg] });
+      try {
+        const h = (await d.get('/health')).body;
+        assert.equal(h.workspace, ':memory:', 'the --workspace flag beats the file');
+        assert.equal(h.fsync, false);
+        assert.equal(h.allow_network, true);
+      } finally {
+        await d.stop();
+      }
+      // The default location: $XDG_CONFIG_HOME/runbox/config.json
+      const xdg = path.join(dir, 'xdg');
+      const { mkdirSync } = await import('node:fs');
+      mkdirSync(path.join(xdg, 'runbox'), { recursive: true });
+      writeFileSync(path.join(xdg, 'runbox', 'config.json'), '{"allow_network": true}');
+      const d2 = await startDaemon({ env: { XDG_CONFIG_HOME: xdg } });
+      try {
+        assert.equal((await d2.get('/health')).body.allow_network, true);
+      } finally {
+        await d2.stop();
+      }
+      for (const [text, re] of [['{"prot": 1}', /unknown key "prot".*accepted: port/],
+                                ['{"port": "7766"}', /key "port": expected an integer/],
+                                ['{"fsync": 1}', /key "fsync": expected true or false/],
+                                ['{"port": 7766', /invalid JSON/],
+                                ['[1]', /expected a JSON object/]]) {
+        writeFileSync(cfg, text);
+        const r = await runRunboxd(['--config', cfg, '--port', '0', '--workspace', ':memory:']);
+        assert.equal(r.code, 2, text);
+        assert.ok(r.stderr.includes(cfg), `names the file: ${r.stderr}`);
+        assert.match(r.stderr, re);
+      }
+      const missing = await runRunboxd(['--config', path.join(dir, 'nope.json'), '--workspace', ':memory:']);
+      assert.equal(missing.code, 2);
+      assert.match(missing.stderr, /nope\.json/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a taken port exits 1 with advice', async () => {
+    const d = await startDaemon();
+    try {
+      const r = await runRunboxd(['--port', String(d.port), '--workspace', ':memory:']);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, new RegExp(`port ${d.port} is in use; is another runboxd running\\? \\(GET /health\\) or pick --port`));
+      assert.equal((await d.get('/health')).status, 200);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('the ready line is exactly one line on stdout', async () => {
+    const d = await startDaemon({ args: ['--log-level', 'debug'] });
+    let out = '';
+    d.child.stdout.on('data', (c) => { out += c; });
+    await d.call('list_dir', {});
+    await d.stop();
+    assert.equal(out, '', 'nothing after the ready line');
+  });
+});
+
+const isRoot = process.getuid && process.getuid() === 0;
+
+describe('privileges', { skip: !isRoot && 'not running as root' }, () => {
+  function uidOf(pid) {
+    const m = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m.slice(1).map(Number);
+  }
+
+  test('started as root, it serves as an unprivileged user and its files are not root\'s', async () => {
+    const env = { SUDO_UID: '', SUDO_GID: '' };
+    const d = await startDaemon({ env, args: ['--log-level', 'info'] });
+    try {
+      for (const id of uidOf(d.pid)) assert.notEqual(id, 0);
+      const w = await d.call('write_file', { path: '/owned/by.txt', content: 'x' });
+      assert.equal(w.body.ok, true, w.text);
+      const st = statSync(path.join(d.workspace, 'owned', 'by.txt'));
+      assert.notEqual(st.uid, 0);
+      assert.notEqual(statSync(path.join(d.workspace, 'owned')).uid, 0);
+      assert.match(d.stderr(), /serving as user nobody/);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('SUDO_UID picks the account; --user overrides it; an unknown user exits 2', async () => {
+    const d = await startDaemon({ env: { SUDO_UID: '4242', SUDO_GID: '4343' } });
+    try {
+      assert.deepEqual(uidOf(d.pid), [4242, 4242, 4242, 4242]);
+      await d.call('write_file', { path: '/s.txt', content: 'x' });
+      const st = statSync(path.join(d.workspace, 's.txt'));
+      assert.equal(st.uid, 4242);
+      assert.equal(st.gid, 4343);
+    } finally {
+      await d.stop();
+    }
+    const d2 = await startDaemon({ env: { SUDO_UID: '4242' }, args: ['--user', 'nobody'] });
+    try {
+      assert.notEqual(uidOf(d2.pid)[0], 4242);
+      assert.notEqual(uidOf(d2.pid)[0], 0);
+    } finally {
+      await d2.stop();
+    }
+    const r = await runRunboxd(['--port', '0', '--workspace', ':memory:', '--user', 'no-such-user-xyz']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /no-such-user-xyz/);
+    const root = await runRunboxd(['--port', '0', '--workspace', ':memory:', '--user', 'root']);
+    assert.equal(root.code, 2);
+    assert.match(root.stderr, /never serves as root/);
+  });
+});

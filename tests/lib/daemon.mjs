@@ -1,0 +1,169 @@
+// tests/lib/daemon.mjs - start a real runboxd for a test and talk to it over HTTP.
+//
+//   const d = await startDaemon({ workspace, args, env });
+//   // d.url 'http://127.0.0.1:PORT', d.port, d.pid, d.workspace (host dir or ':memory:')
+//   const r = await d.call('write_file', { path: '/a.txt', content: 'hi' }); // {status, body}
+//   await d.stop();            // SIGTERM; resolves to { code, signal }
+//
+// The binary is $RUNBOXD. runboxd is started with --port 0 (a free port, read back from its
+// "runboxd: listening on http://ADDR:PORT" line) and the helper waits until GET /health answers.
+// token: the bearer token the helper's requests carry (default: env.RUNBOX_TOKEN).
+// Without a workspace, a fresh temporary directory is used (and removed by stop()).
+// XDG_CONFIG_HOME points at an empty temporary directory unless env sets it, so a config file
+// of the user running the tests never leaks in.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+
+const READY = /^runboxd: listening on (http:\/\/(.+):(\d+))$/;
+
+export function runboxdPath() {
+  const bin = process.env.RUNBOXD;
+  if (!bin) throw new Error('RUNBOXD is not set: point it at the runboxd binary (ctest sets it)');
+  return bin;
+}
+
+// Plain HTTP request; resolves to { status, headers, text, body } (body = parsed JSON or null).
+// opts: { method, headers, body (string|Buffer), host, port, agent }
+export function request(port, urlPath, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const body = opts.body === undefined ? undefined : Buffer.from(opts.body);
+    const headers = { ...(opts.headers || {}) };
+    if (body !== undefined && headers['Content-Length'] === undefined)
+      headers['Content-Length'] = body.length;
+    const req = http.request(
+      { host: opts.host || '127.0.0.1', port, path: urlPath, method: opts.method || 'GET',
+        headers, agent: opts.agent ?? false, setHost: headers.Host === undefined },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed = null;
+          try { parsed = JSON.parse(text); } catch { /* not JSON: leave null */ }
+          resolve({ status: res.statusCode, headers: res.headers, text, body: parsed,
+                    socket: res.socket });
+        });
+        res.on('error', reject);
+      });
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+function waitExit(child) {
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+// Runs runboxd to completion (for flags that exit at once); resolves { code, signal, stdout,
+// stderr }. Kills it after timeoutMs.
+export function runRunboxd(args, { env = {}, timeoutMs = 5000 } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(runboxdPath(), args, { env: { ...process.env, ...env },
+                                               stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (c) => { stdout += c; });
+    child.stderr.on('data', (c) => { stderr += c; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      // Let the pipes drain before reporting.
+      setImmediate(() => resolve({ code, signal, stdout, stderr }));
+    });
+  });
+}
+
+export async function startDaemon({ workspace, args = [], env = {}, token, readyTimeoutMs = 10000 } = {}) {
+  const bin = runboxdPath();
+  const tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'runboxd-test-'));
+  if (!workspace) workspace = path.join(tmpRoot, 'workspace');
+  const childEnv = { ...process.env, XDG_CONFIG_HOME: path.join(tmpRoot, 'config'), ...env };
+  const child = spawn(bin, ['--port', '0', '--workspace', workspace, ...args],
+                      { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c) => { stderr += c; });
+
+  const ready = await new Promise((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`runboxd printed no ready line within ${readyTimeoutMs} ms; stderr:\n${stderr}`));
+    }, readyTimeoutMs);
+    const onExit = (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`runboxd exited (code ${code}, signal ${signal}) before it was ready; ` +
+                       `stderr:\n${stderr}`));
+    };
+    child.once('exit', onExit);
+    child.stdout.on('data', (c) => {
+      buf += c;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      const m = READY.exec(buf.slice(0, nl));
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      if (!m) {
+        child.kill('SIGKILL');
+        reject(new Error(`unexpected first line from runboxd: ${JSON.stringify(buf.slice(0, nl))}`));
+        return;
+      }
+      resolve({ url: m[1], addr: m[2], port: Number(m[3]) });
+    });
+  });
+
+  // The token the helper's requests carry: the token option, else RUNBOX_TOKEN.
+  if (token === undefined) token = childEnv.RUNBOX_TOKEN;
+  const authHeaders = token ? { Authorization: `Bearer ${token}` } : {};
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    try {
+      const r = await request(ready.port, '/health', { headers: authHeaders });
+      // 401: it answers, but wants a token the helper was not told about.
+      if ((r.status === 200 && r.body && r.body.ok) || r.status === 401) break;
+    } catch { /* not accepting yet */ }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`runboxd did not answer GET /health; stderr:\n${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+
+  let stopped = null;
+  return {
+    url: ready.url,
+    port: ready.port,
+    pid: child.pid,
+    workspace,
+    child,
+    stderr: () => stderr,
+    exited: () => waitExit(child),
+    // POST /tool/<name> with JSON arguments; resolves { status, body, text, headers }.
+    call: (tool, args = {}, headers = {}) =>
+      request(ready.port, `/tool/${tool}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...authHeaders, ...headers },
+        body: typeof args === 'string' ? args : JSON.stringify(args),
+      }),
+    get: (p, headers = {}) => request(ready.port, p, { headers: { ...authHeaders, ...headers } }),
+    async stop(signal = 'SIGTERM', timeoutMs = 5000) {
+      if (!stopped) {
+        stopped = (async () => {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+          const res = await waitExit(child);
+          clearTimeout(timer);
+          // tmpRoot holds the config dir and, when the helper made it, the workspace.
+          rmSync(tmpRoot, { recursive: true, force: true });
+          return res;
+        })();
+      }
+      return stopped;
+    },
+  };
+}
