@@ -1,1 +1,476 @@
-/* placeholder: being written */
+/* mcp-proxy/proxy.c - the proxy's event loop and the MCP engine's HTTP back end (see proxy.h).
+ *
+ * DESIGN
+ * One thread, one poll(): stdin plus the sockets libcurl wants watched (upstream.h). Each turn
+ * runs curl's due timers (which starts requests added since), advances an autostart under way,
+ * flushes the responses gathered so far to stdout, and then waits. Waking up, it reads what
+ * stdin has (every complete line goes to the engine at once, so a burst of requests is all in
+ * flight before the next wait) and hands ready sockets to curl, whose finished requests answer
+ * their calls. Nothing blocks except the wait itself and writing to a client that does not read.
+ *
+ * A tools/call becomes a `struct pcall`: the request body (the validated arguments as JSON),
+ * the upstream request in flight, or a place in the queue of calls waiting for runboxd to be
+ * started. notifications/cancelled reaches be_cancel(), which drops the request (curl closes
+ * its connection) or the queue entry; the engine then never answers that id. */
+#include "proxy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autostart.h"
+#include "catalog.h"
+#include "log.h"
+#include "mcp.h"
+#include "upstream.h"
+
+#define READ_CHUNK   ((size_t)64 * 1024)   /* room offered to each read() of stdin */
+#define READ_BUDGET  ((size_t)1024 * 1024) /* stdin bytes taken per turn before curl's turn */
+#define OUT_FLUSH_AT ((size_t)256 * 1024)  /* flush early past this many pending bytes */
+#define OUT_KEEP     ((size_t)64 * 1024)   /* a larger output buffer is freed after a flush */
+
+#define TOOL_PATH_MAX (sizeof("/tool/") + 128)
+
+struct proxy;
+
+struct pcall {
+    struct proxy *p;
+    struct mcp_call *call;    /* borrowed from the engine until it is answered or cancelled */
+    struct upstream_req *req; /* the request in flight, or NULL while queued */
+    char *body;               /* owned: the arguments object as compact JSON */
+    size_t body_len;
+    bool queued;               /* waiting for runboxd to come up */
+    struct pcall *prev, *next; /* in the waiting queue */
+    char path[TOOL_PATH_MAX];  /* "/tool/<name>" */
+};
+
+struct proxy {
+    const struct proxy_config *cfg;
+    struct mcp_session *session;
+    struct upstream *up;
+    struct autostart *as; /* NULL when autostart is off */
+    int in_fd, out_fd;
+    bool in_eof, out_closed;
+    struct proxy_lines lines;
+    struct proxy_lines_sink sink;
+    char *out; /* owned: responses not yet written */
+    size_t out_len, out_cap;
+    struct pcall *wait_head, *wait_tail;
+    struct pollfd *fds; /* owned: stdin, then curl's sockets */
+    size_t fds_cap;
+};
+
+static const char oom_msg[] = "runbox is out of memory";
+
+/* ---- output ---- */
+
+static void flush_output(struct proxy *p)
+{
+    size_t off = 0;
+
+    while (off < p->out_len && !p->out_closed) {
+        ssize_t n = write(p->out_fd, p->out + off, p->out_len - off);
+
+        if (n > 0) {
+            off += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pf = {.fd = p->out_fd, .events = POLLOUT};
+
+            poll(&pf, 1, -1); /* stdout was left non-blocking by someone: wait for room */
+        } else {
+            if (errno != EPIPE)
+                log_warn("proxy: writing stdout: %s", strerror(errno));
+            else
+                log_info("proxy: the client closed stdout");
+            p->out_closed = true;
+        }
+    }
+    p->out_len = 0;
+    if (p->out_cap > OUT_KEEP) {
+        free(p->out);
+        p->out = NULL;
+        p->out_cap = 0;
+    }
+}
+
+static bool out_reserve(struct proxy *p, size_t more)
+{
+    size_t cap;
+    char *nb;
+
+    if (p->out_len + more <= p->out_cap)
+        return true;
+    cap = p->out_cap ? p->out_cap : 4096;
+    while (cap < p->out_len + more)
+        cap *= 2;
+    nb = realloc(p->out, cap);
+    if (!nb)
+        return false;
+    p->out = nb;
+    p->out_cap = cap;
+    return true;
+}
+
+static void be_send(void *ctx, const char *json, size_t len)
+{
+    struct proxy *p = ctx;
+
+    if (p->out_closed)
+        return;
+    if (!out_reserve(p, len + 1)) {
+        log_error("proxy: out of memory for a %zu-byte response; it is dropped", len);
+        return;
+    }
+    memcpy(p->out + p->out_len, json, len);
+    p->out[p->out_len + len] = '\n';
+    p->out_len += len + 1;
+    if (p->out_len >= OUT_FLUSH_AT)
+        flush_output(p);
+}
+
+/* ---- calls ---- */
+
+static void pcall_free(struct pcall *pc)
+{
+    if (!pc)
+        return;
+    free(pc->body);
+    free(pc);
+}
+
+static void enqueue(struct proxy *p, struct pcall *pc)
+{
+    pc->queued = true;
+    pc->next = NULL;
+    pc->prev = p->wait_tail;
+    if (p->wait_tail)
+        p->wait_tail->next = pc;
+    else
+        p->wait_head = pc;
+    p->wait_tail = pc;
+}
+
+static void dequeue(struct proxy *p, struct pcall *pc)
+{
+    if (pc->prev)
+        pc->prev->next = pc->next;
+    else
+        p->wait_head = pc->next;
+    if (pc->next)
+        pc->next->prev = pc->prev;
+    else
+        p->wait_tail = pc->prev;
+    pc->prev = pc->next = NULL;
+    pc->queued = false;
+}
+
+/* Answers the call as failed and forgets it. */
+static void fail_call(struct pcall *pc, const char *msg, bool timeout)
+{
+    struct mcp_call *call = pc->call;
+
+    pcall_free(pc);
+    mcp_call_fail(call, msg, timeout);
+}
+
+static void on_answer(void *ctx, const struct upstream_reply *reply);
+
+static void submit(struct proxy *p, struct pcall *pc)
+{
+    struct errinfo err = {0};
+
+    pc->req = upstream_post(p->up, pc->path, pc->body, pc->body_len, on_answer, pc, &err);
+    if (!pc->req)
+        fail_call(pc, err.msg, false);
+}
+
+/* Nothing listens and autostart is on: start runboxd and let the call wait for it. */
+static void wait_for_daemon(struct proxy *p, struct pcall *pc)
+{
+    struct errinfo err = {0};
+    char msg[ERRINFO_MSG_MAX + 4200];
+
+    if (autostart_begin(p->as, upstream_now_ms(), &err) == 0) {
+        enqueue(p, pc);
+        return;
+    }
+    snprintf(msg, sizeof(msg), "could not start runboxd: %s; see %s", err.msg,
+             autostart_log_path(p->as));
+    fail_call(pc, msg, false);
+}
+
+static void on_answer(void *ctx, const struct upstream_reply *reply)
+{
+    struct pcall *pc = ctx;
+    struct proxy *p = pc->p;
+    struct upstream_answer a;
+    struct mcp_call *call = pc->call;
+
+    pc->req = NULL;
+    if (reply->outcome == UPSTREAM_REFUSED && p->as) {
+        wait_for_daemon(p, pc);
+        return;
+    }
+    upstream_map_answer(reply, upstream_base_url(p->up), &a);
+    pcall_free(pc);
+    if (a.ok) {
+        mcp_call_finish(call, a.result);
+        a.result = NULL;
+    } else {
+        log_debug("proxy: call %s failed: %s", mcp_call_id_text(call), a.error ? a.error : "");
+        mcp_call_fail(call, a.error ? a.error : oom_msg, a.timeout);
+    }
+    upstream_answer_cleanup(&a);
+}
+
+static void on_daemon_started(void *ctx, bool ok, const char *reason)
+{
+    struct proxy *p = ctx;
+    struct pcall *pc = p->wait_head;
+    char msg[ERRINFO_MSG_MAX + 4200];
+
+    p->wait_head = p->wait_tail = NULL;
+    if (!ok)
+        snprintf(msg, sizeof(msg), "could not start runboxd: %s; see %s", reason,
+                 autostart_log_path(p->as));
+    while (pc) {
+        struct pcall *next = pc->next;
+
+        pc->queued = false;
+        pc->prev = pc->next = NULL;
+        if (ok)
+            submit(p, pc);
+        else
+            fail_call(pc, msg, false);
+        pc = next;
+    }
+}
+
+static void be_call_tool(void *ctx, struct mcp_call *call)
+{
+    struct proxy *p = ctx;
+    const cJSON *args = mcp_call_args(call);
+    struct pcall *pc = calloc(1, sizeof(*pc));
+
+    if (!pc) {
+        mcp_call_fail(call, oom_msg, false);
+        return;
+    }
+    pc->p = p;
+    pc->call = call;
+    snprintf(pc->path, sizeof(pc->path), "/tool/%s", catalog_tool_name(mcp_call_tool(call)));
+    pc->body = args ? cJSON_PrintUnformatted(args) : strdup("{}");
+    if (!pc->body) {
+        fail_call(pc, oom_msg, false);
+        return;
+    }
+    pc->body_len = strlen(pc->body);
+    mcp_call_set_data(call, pc);
+    if (p->as && autostart_is_running(p->as))
+        enqueue(p, pc);
+    else
+        submit(p, pc);
+}
+
+static void be_cancel_call(void *ctx, struct mcp_call *call)
+{
+    struct proxy *p = ctx;
+    struct pcall *pc = mcp_call_get_data(call);
+
+    if (!pc)
+        return;
+    log_debug("proxy: call %s cancelled", mcp_call_id_text(call));
+    if (pc->req)
+        upstream_cancel(p->up, pc->req);
+    if (pc->queued)
+        dequeue(p, pc);
+    mcp_call_set_data(call, NULL);
+    pcall_free(pc);
+}
+
+/* ---- input ---- */
+
+static void on_line(void *ctx, const char *line, size_t len)
+{
+    struct proxy *p = ctx;
+
+    mcp_session_handle(p->session, line, len);
+}
+
+static void on_oversized(void *ctx, size_t bytes)
+{
+    struct proxy *p = ctx;
+
+    log_warn("proxy: dropped a %zu-byte stdin line (the limit is %zu bytes)", bytes,
+             PROXY_LINE_MAX);
+    mcp_session_reject_oversized(p->session, bytes, PROXY_LINE_MAX);
+}
+
+static void read_input(struct proxy *p)
+{
+    size_t total = 0;
+
+    while (total < READ_BUDGET) {
+        struct errinfo err = {0};
+        size_t avail;
+        char *space = proxy_lines_space(&p->lines, READ_CHUNK, &avail, &err);
+        ssize_t n;
+
+        if (!space) {
+            log_error("%s", err.msg);
+            p->in_eof = true;
+            return;
+        }
+        n = read(p->in_fd, space, avail);
+        if (n > 0) {
+            proxy_lines_commit(&p->lines, (size_t)n, &p->sink);
+            total += (size_t)n;
+            if ((size_t)n < avail)
+                return; /* drained for now; poll() says when there is more */
+        } else if (n == 0) {
+            proxy_lines_finish(&p->lines, &p->sink);
+            p->in_eof = true;
+            return;
+        } else if (errno != EINTR) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                log_error("proxy: reading stdin: %s", strerror(errno));
+                p->in_eof = true;
+            }
+            return;
+        }
+    }
+}
+
+/* ---- the loop ---- */
+
+static size_t build_pollfds(struct proxy *p)
+{
+    size_t want = 1 + upstream_pollfds(p->up, NULL, 0);
+
+    if (want > p->fds_cap) {
+        size_t cap = want < 16 ? 16 : want * 2;
+        struct pollfd *nf = realloc(p->fds, cap * sizeof(*nf));
+
+        if (!nf)
+            want = p->fds_cap; /* watch what fits; curl's timers still drive the rest */
+        else {
+            p->fds = nf;
+            p->fds_cap = cap;
+        }
+    }
+    p->fds[0].fd = p->in_fd;
+    p->fds[0].events = POLLIN;
+    p->fds[0].revents = 0;
+    upstream_pollfds(p->up, p->fds + 1, want - 1);
+    return want;
+}
+
+static int min_timeout(int a, int b)
+{
+    if (a < 0)
+        return b;
+    if (b < 0)
+        return a;
+    return a < b ? a : b;
+}
+
+static void run_loop(struct proxy *p)
+{
+    for (;;) {
+        int64_t now = upstream_now_ms();
+        size_t nfds;
+        int timeout;
+
+        upstream_dispatch(p->up, NULL, 0, now);
+        autostart_tick(p->as, now);
+        flush_output(p);
+        if (p->in_eof || p->out_closed)
+            return;
+        nfds = build_pollfds(p);
+        now = upstream_now_ms(); /* writing stdout may have taken a while */
+        timeout = min_timeout(upstream_timeout_ms(p->up, now), autostart_timeout_ms(p->as, now));
+        if (poll(p->fds, nfds, timeout) < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("proxy: poll: %s", strerror(errno));
+            return;
+        }
+        if (p->fds[0].revents)
+            read_input(p);
+        upstream_dispatch(p->up, p->fds + 1, nfds - 1, upstream_now_ms());
+    }
+}
+
+static const struct mcp_backend proxy_backend = {
+    .call_tool = be_call_tool,
+    .cancel_call = be_cancel_call,
+    .send = be_send,
+};
+
+static const struct mcp_server_info proxy_info = {
+    .name = "runbox",
+    .version = RUNBOX_VERSION,
+    .instructions = "Runbox gives you a workspace of files. Paths are absolute inside the "
+                    "workspace (\"/\" is its root).",
+};
+
+static void proxy_cleanup(struct proxy *p)
+{
+    /* Frees the session first: it cancels every call in flight through be_cancel_call. */
+    mcp_session_free(p->session);
+    autostart_free(p->as);
+    upstream_free(p->up);
+    proxy_lines_cleanup(&p->lines);
+    free(p->out);
+    free(p->fds);
+}
+
+int proxy_run(const struct proxy_config *cfg, int in_fd, int out_fd, struct errinfo *err)
+{
+    struct upstream_config ucfg = {
+        .base_url = cfg->daemon_url, .token = cfg->token, .timeout_ms = cfg->timeout_ms};
+    struct proxy p;
+    int in_flags = fcntl(in_fd, F_GETFL);
+    int rc = -1;
+
+    memset(&p, 0, sizeof(p));
+    p.cfg = cfg;
+    p.in_fd = in_fd;
+    p.out_fd = out_fd;
+    proxy_lines_init(&p.lines, PROXY_LINE_MAX);
+    p.sink = (struct proxy_lines_sink){.line = on_line, .oversized = on_oversized, .ctx = &p};
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout shows up as EPIPE and ends the loop */
+    p.up = upstream_new(&ucfg, err);
+    if (!p.up)
+        goto out;
+    if (cfg->autostart) {
+        p.as = autostart_new(p.up, on_daemon_started, &p, err);
+        if (!p.as)
+            goto out;
+    }
+    p.fds_cap = 16;
+    p.fds = calloc(p.fds_cap, sizeof(*p.fds));
+    p.session = mcp_session_new(catalog_builtin(), &proxy_backend, &p, &proxy_info);
+    if (!p.fds || !p.session) {
+        errinfo_set(err, ERR_NOMEM, "proxy: cannot create the MCP session");
+        goto out;
+    }
+    if (in_flags >= 0)
+        fcntl(in_fd, F_SETFL, in_flags | O_NONBLOCK);
+    log_debug("proxy: serving MCP on stdio; runboxd at %s%s", upstream_base_url(p.up),
+              cfg->autostart ? " (started on demand)" : "");
+    run_loop(&p);
+    rc = 0;
+out:
+    flush_output(&p);
+    proxy_cleanup(&p);
+    if (in_flags >= 0)
+        fcntl(in_fd, F_SETFL, in_flags);
+    return rc;
+}

@@ -1,0 +1,271 @@
+/* mcp-proxy/upstream_answer.c - what runboxd's answers mean to the client (see upstream.h).
+ *
+ * Pure functions: a reply in, a tool result or a one-line failure message out. The messages
+ * say what happened and what to do, since the client's user (often an AI model) reads them and
+ * decides whether to retry. Quoted daemon text is cut and kept valid UTF-8. */
+#include "upstream.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXCERPT_MAX 200  /* bytes of an unexpected body quoted in a message */
+#define DETAILS_MAX 4096 /* bytes of a 400 answer's details joined into its message */
+
+static const char dropped_msg[] =
+    "runboxd closed the connection before answering (it may have stopped or crashed); "
+    "the call may have been applied — check before repeating";
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool failed;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        char *np;
+
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        np = realloc(b->p, cap);
+        if (!np) {
+            b->failed = true;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+/* Takes the built string (owned, free) or NULL after an allocation failure. */
+static char *sb_take(struct sbuf *b)
+{
+    if (b->failed || !b->p) {
+        free(b->p);
+        return b->failed ? NULL : strdup("");
+    }
+    return b->p;
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 when the bytes there are not one. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t len;
+    unsigned cp;
+
+    if (s[0] < 0x80)
+        return 1;
+    if ((s[0] & 0xE0) == 0xC0)
+        len = 2, cp = s[0] & 0x1F;
+    else if ((s[0] & 0xF0) == 0xE0)
+        len = 3, cp = s[0] & 0x0F;
+    else if ((s[0] & 0xF8) == 0xF0)
+        len = 4, cp = s[0] & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* Appends at most `max` bytes of text as one clean line: control characters become spaces,
+ * bytes that are not UTF-8 become '?', and a cut is marked with "...". */
+static void sb_excerpt(struct sbuf *b, const char *text, size_t len, size_t max)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+
+    while (i < len) {
+        size_t k = utf8_seq(s + i, len - i);
+
+        if (b->len >= max && i < len) {
+            sb_str(b, "...");
+            return;
+        }
+        if (k == 0) {
+            sb_add(b, "?", 1);
+            k = 1;
+        } else if (k == 1 && (s[i] < 0x20 || s[i] == 0x7F)) {
+            sb_add(b, " ", 1);
+        } else {
+            sb_add(b, text + i, k);
+        }
+        i += k;
+    }
+}
+
+static char *fmt_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *fmt_alloc(const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    return n < 0 ? NULL : s;
+}
+
+char *upstream_unreachable_message(const char *base_url, int os_errno)
+{
+    const char *why;
+
+    if (os_errno == EHOSTUNREACH || os_errno == ENETUNREACH)
+        why = "host unreachable";
+    else if (os_errno == ECONNREFUSED || os_errno == 0)
+        why = "connection refused";
+    else
+        why = strerror(os_errno);
+    return fmt_alloc("runboxd is not reachable at %s (%s). Start it with `runboxd` (or leave "
+                     "DAEMON_URL unset so runbox starts it), then retry.",
+                     base_url, why);
+}
+
+static const char *error_string(const cJSON *doc)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
+
+    return cJSON_IsString(e) && e->valuestring[0] ? e->valuestring : NULL;
+}
+
+/* "<error>: <detail>; <detail>" for a 400 answer; details may be strings or any JSON. */
+static char *bad_request_message(const cJSON *doc, const char *body, size_t len)
+{
+    const char *error = error_string(doc);
+    const cJSON *details = cJSON_GetObjectItemCaseSensitive(doc, "details");
+    const cJSON *list = cJSON_IsArray(details) ? details : NULL;
+    const cJSON *d;
+    struct sbuf b = {0};
+    bool first = true;
+
+    if (!error) {
+        sb_str(&b, "runboxd answered HTTP 400: ");
+        sb_excerpt(&b, body, len, b.len + EXCERPT_MAX);
+        return sb_take(&b);
+    }
+    sb_excerpt(&b, error, strlen(error), DETAILS_MAX);
+    cJSON_ArrayForEach(d, list)
+    {
+        char *text = cJSON_IsString(d) ? NULL : cJSON_PrintUnformatted(d);
+        const char *s = cJSON_IsString(d) ? d->valuestring : text;
+
+        if (s) {
+            sb_str(&b, first ? ": " : "; ");
+            sb_excerpt(&b, s, strlen(s), DETAILS_MAX);
+            first = false;
+        }
+        cJSON_free(text);
+        if (b.len >= DETAILS_MAX)
+            break;
+    }
+    return sb_take(&b);
+}
+
+static char *status_message(long status, const cJSON *doc, const char *body, size_t len)
+{
+    const char *error = error_string(doc);
+    struct sbuf b = {0};
+    char head[64];
+
+    snprintf(head, sizeof(head), "runboxd answered HTTP %ld: ", status);
+    sb_str(&b, head);
+    if (error)
+        sb_excerpt(&b, error, strlen(error), b.len + DETAILS_MAX);
+    else if (len > 0)
+        sb_excerpt(&b, body, len, b.len + EXCERPT_MAX);
+    else
+        sb_str(&b, "(empty body)");
+    return sb_take(&b);
+}
+
+static int map_http(const struct upstream_reply *r, struct upstream_answer *out)
+{
+    cJSON *doc = cJSON_ParseWithLength(r->body, r->body_len);
+    const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
+
+    if (r->status == 200 && cJSON_IsTrue(ok)) {
+        out->ok = true;
+        out->result = cJSON_DetachItemFromObjectCaseSensitive(doc, "result");
+    } else if (r->status == 200 && cJSON_IsFalse(ok)) {
+        const char *error = error_string(doc);
+
+        out->error = strdup(error ? error : "runboxd reported a failure without a message");
+        out->timeout = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "timeout"));
+    } else if (r->status == 200) {
+        struct sbuf b = {0};
+
+        sb_str(&b, "runboxd answered HTTP 200 with a body that is not a tool answer: ");
+        sb_excerpt(&b, r->body, r->body_len, b.len + EXCERPT_MAX);
+        out->error = sb_take(&b);
+    } else if (r->status == 400 && cJSON_IsObject(doc)) {
+        out->error = bad_request_message(doc, r->body, r->body_len);
+    } else {
+        out->error =
+            status_message(r->status, cJSON_IsObject(doc) ? doc : NULL, r->body, r->body_len);
+    }
+    cJSON_Delete(doc);
+    return out->ok || out->error ? 0 : -1;
+}
+
+int upstream_map_answer(const struct upstream_reply *reply, const char *base_url,
+                        struct upstream_answer *out)
+{
+    memset(out, 0, sizeof(*out));
+    switch (reply->outcome) {
+    case UPSTREAM_ANSWERED:
+        return map_http(reply, out);
+    case UPSTREAM_REFUSED:
+        out->error = upstream_unreachable_message(base_url, reply->os_errno);
+        break;
+    case UPSTREAM_TIMEOUT:
+        out->error = strdup("MCP proxy timeout");
+        out->timeout = true;
+        break;
+    case UPSTREAM_DROPPED:
+        out->error = strdup(dropped_msg);
+        break;
+    case UPSTREAM_TOO_LARGE:
+        out->error = fmt_alloc("runboxd's answer is larger than the %zu MiB runbox accepts",
+                               UPSTREAM_MAX_BODY >> 20);
+        break;
+    case UPSTREAM_FAILED:
+        out->error = fmt_alloc("the request to runboxd at %s failed: %s", base_url,
+                               reply->error ? reply->error : "unknown error");
+        break;
+    }
+    return out->error ? 0 : -1;
+}
+
+void upstream_answer_cleanup(struct upstream_answer *a)
+{
+    if (!a)
+        return;
+    cJSON_Delete(a->result);
+    free(a->error);
+    memset(a, 0, sizeof(*a));
+}

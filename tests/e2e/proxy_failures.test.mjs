@@ -1,0 +1,328 @@
+// tests/e2e/proxy_failures.test.mjs - runbox when the daemon misbehaves: a call cancelled by
+// the client, a daemon that never answers, no daemon at all, a daemon that drops the
+// connection or is killed mid-call, and service again once a daemon is back on the port.
+// Misbehaving daemons are small node HTTP servers made here; the kill test uses real runboxd.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+
+import { startDaemon } from '../lib/daemon.mjs';
+import { resultError, resultText, startProxy } from '../lib/proxy.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+// A fake runboxd. handler(req, res, body) decides what happens; seen lists every request and
+// aborted the ones whose connection closed before an answer was sent.
+async function fakeDaemon(handler, port = 0) {
+  const seen = [];
+  const aborted = [];
+  const waiters = [];
+  let connections = 0;
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const entry = { method: req.method, url: req.url, headers: req.headers,
+                      body: Buffer.concat(chunks).toString('utf8') };
+      seen.push(entry);
+      res.on('close', () => {
+        if (!res.writableFinished) aborted.push(entry);
+        for (const w of waiters.splice(0)) w();
+      });
+      for (const w of waiters.splice(0)) w();
+      handler(req, res, entry);
+    });
+  });
+  server.on('connection', () => { connections++; });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  const fake = {
+    port: server.address().port,
+    url: `http://127.0.0.1:${server.address().port}`,
+    seen, aborted, handler,
+    connections: () => connections,
+    // Resolves when pred() becomes true (checked after every request event).
+    until(pred, timeoutMs = 5000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('fake daemon: condition not met')),
+                                 timeoutMs);
+        const check = () => {
+          if (pred()) { clearTimeout(timer); resolve(); } else waiters.push(check);
+        };
+        check();
+      });
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+  cleanups.push(() => fake.close().catch(() => {}));
+  return fake;
+}
+
+function answer(res, status, obj) {
+  const body = JSON.stringify(obj);
+  res.writeHead(status, { 'Content-Type': 'application/json',
+                          'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const okHandler = (req, res, entry) =>
+  answer(res, 200, { ok: true, id: 'c', result: `echo ${entry.url} ${entry.body}` });
+
+async function freePort() {
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+function proxy(opts) {
+  const p = startProxy(opts);
+  cleanups.push(() => p.kill());
+  return p;
+}
+
+async function finish(p) {
+  const { code } = await p.close();
+  assert.equal(code, 0, p.stderr());
+  assert.deepEqual(p.badLines, []);
+}
+
+describe('requests to the daemon', () => {
+  test('connections are kept alive and reused', async () => {
+    const fake = await fakeDaemon(okHandler);
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    for (let i = 0; i < 20; i++) assert.equal((await p.callTool('list_dir', {})).isError, false);
+    assert.equal(fake.connections(), 1, 'sequential calls share one connection');
+    const burst = [];
+    for (let i = 0; i < 16; i++) burst.push(p.callTool('list_dir', { path: `/${i}` }));
+    await Promise.all(burst);
+    const afterBurst = fake.connections();
+    assert.ok(afterBurst <= 16, `${afterBurst} connections for 16 calls in flight`);
+    for (let i = 0; i < 16; i++) burst[i] = p.callTool('list_dir', { path: `/${i}` });
+    await Promise.all(burst);
+    assert.equal(fake.connections(), afterBurst, 'the 16 connections stayed alive for reuse');
+    await finish(p);
+  });
+
+  test('a call is POST /tool/<name> with the arguments as a JSON body', async () => {
+    const fake = await fakeDaemon(okHandler);
+    const p = proxy({ daemonUrl: fake.url, env: { RUNBOX_TOKEN: 's3cret' } });
+    await p.initialize();
+    const content = 'y'.repeat(5000); // > 1 KiB: must not wait for 100-continue
+    const t0 = performance.now();
+    const r = await p.callTool('write_file', { path: '/a.txt', content });
+    assert.ok(performance.now() - t0 < 500, 'no Expect: 100-continue stall');
+    assert.equal(r.isError, false);
+    const req = fake.seen[0];
+    assert.equal(req.method, 'POST');
+    assert.equal(req.url, '/tool/write_file');
+    assert.equal(req.headers['content-type'], 'application/json');
+    assert.equal(req.headers.authorization, 'Bearer s3cret');
+    assert.equal(req.headers.expect, undefined);
+    assert.deepEqual(JSON.parse(req.body), { path: '/a.txt', content });
+    assert.equal(resultText(r), `echo /tool/write_file ${req.body}`);
+    await finish(p);
+  });
+
+  test('HTTP errors become isError messages that name the status', async () => {
+    const fake = await fakeDaemon((req, res) => {
+      if (req.url === '/tool/read_file')
+        answer(res, 400, { ok: false, error: 'invalid arguments',
+                           details: ['arguments.path: must not be empty'] });
+      else answer(res, 503, { ok: false, error: 'busy' });
+    });
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    const bad = await p.callTool('read_file', { path: '/x' });
+    assert.equal(bad.isError, true);
+    assert.equal(resultError(bad).error, 'invalid arguments: arguments.path: must not be empty');
+    const busy = await p.callTool('list_dir', {});
+    assert.equal(resultError(busy).error, 'runboxd answered HTTP 503: busy');
+    await finish(p);
+  });
+
+  test('an answer over 64 MiB is refused with a clear error and service goes on',
+     { timeout: 60000 }, async () => {
+    const fake = await fakeDaemon((req, res, entry) => {
+      if (entry.url !== '/tool/read_file') return okHandler(req, res, entry);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      const chunk = Buffer.alloc(1 << 20, 0x61);
+      res.write('{"ok":true,"result":"');
+      let sent = 0;
+      const more = () => {
+        while (sent < 70) {
+          sent++;
+          if (!res.write(chunk)) return res.once('drain', more);
+        }
+        res.end('"}');
+      };
+      res.on('error', () => {});
+      more();
+    });
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    const r = await p.callTool('read_file', { path: '/huge' }, { timeoutMs: 30000 });
+    assert.equal(r.isError, true);
+    assert.match(resultError(r).error, /larger than the 64 MiB runbox accepts/);
+    assert.equal((await p.callTool('list_dir', {})).isError, false);
+    await finish(p);
+  });
+});
+
+describe('cancellation and timeouts', () => {
+  test('notifications/cancelled aborts the HTTP request and the id is never answered',
+       async () => {
+    let slow = true;
+    const fake = await fakeDaemon((req, res, entry) => {
+      if (!slow) okHandler(req, res, entry); // else: never answer
+    });
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    const id = 4242;
+    p.send({ jsonrpc: '2.0', id, method: 'tools/call',
+             params: { name: 'list_dir', arguments: { path: '/slow' } } });
+    await fake.until(() => fake.seen.length === 1);
+    p.notify('notifications/cancelled', { requestId: id, reason: 'user gave up' });
+    await fake.until(() => fake.aborted.length === 1);
+    assert.equal(fake.aborted[0].body, '{"path":"/slow"}');
+    slow = false;
+    const r = await p.callTool('list_dir', { path: '/fast' });
+    assert.equal(r.isError, false);
+    await sleep(200);
+    assert.equal(p.messages.filter((m) => m.id === id).length, 0, 'cancelled id answered');
+    await finish(p);
+  });
+
+  test('RUNBOX_TIMEOUT_MS against a daemon that never answers', async () => {
+    const fake = await fakeDaemon(() => { /* never answer */ });
+    const p = proxy({ daemonUrl: fake.url, env: { RUNBOX_TIMEOUT_MS: '300' } });
+    await p.initialize();
+    const t0 = performance.now();
+    const r = await p.callTool('list_dir', {});
+    const ms = performance.now() - t0;
+    assert.equal(r.isError, true);
+    assert.deepEqual(resultError(r), { error: 'MCP proxy timeout', timeout: true });
+    assert.ok(ms >= 290 && ms < 3000, `answered after ${ms} ms`);
+    await fake.until(() => fake.aborted.length === 1); // the request was given up, not left open
+    await finish(p);
+  });
+
+  test('ping and other calls are answered while a call hangs', async () => {
+    const fake = await fakeDaemon((req, res, entry) => {
+      if (entry.url !== '/tool/search') okHandler(req, res, entry);
+    });
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    const hanging = p.request('tools/call', { name: 'search', arguments: { query: 'x' } });
+    hanging.catch(() => {}); // rejected when runbox exits with it still in flight
+    await fake.until(() => fake.seen.length === 1);
+    assert.deepEqual((await p.request('ping')).result, {});
+    assert.equal((await p.callTool('list_dir', {})).isError, false);
+    const early = await Promise.race([hanging.then(() => 'answered'), sleep(100)]);
+    assert.notEqual(early, 'answered');
+    await finish(p); // EOF with the call in flight: still a clean exit
+  });
+});
+
+describe('daemon down, dying and back', () => {
+  test('no daemon at DAEMON_URL: isError within 100 ms that says what to do', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const p = proxy({ daemonUrl: url });
+    await p.initialize();
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      const r = await p.callTool('list_dir', {});
+      const ms = performance.now() - t0;
+      assert.ok(ms < 100, `answered after ${ms.toFixed(1)} ms`);
+      assert.equal(r.isError, true);
+      const e = resultError(r);
+      assert.equal(e.timeout, false);
+      assert.equal(e.error, `runboxd is not reachable at ${url} (connection refused). Start it ` +
+                            'with `runboxd` (or leave DAEMON_URL unset so runbox starts it), ' +
+                            'then retry.');
+    }
+    await finish(p);
+  });
+
+  test('a daemon that drops the connection mid-call, then one back on the same port',
+       async () => {
+    let fake = await fakeDaemon((req) => req.socket.destroy());
+    const port = fake.port;
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    const r = await p.callTool('write_file', { path: '/a', content: 'x' });
+    assert.equal(r.isError, true);
+    assert.match(resultError(r).error, /closed the connection before answering/);
+    assert.match(resultError(r).error, /may have been applied/);
+
+    await fake.close();
+    const down = await p.callTool('list_dir', {});
+    assert.match(resultError(down).error, /not reachable/);
+
+    fake = await fakeDaemon(okHandler, port);
+    const back = await p.callTool('list_dir', {});
+    assert.equal(back.isError, false, resultText(back));
+    assert.equal((await p.callTool('list_dir', {})).isError, false);
+    await finish(p);
+  });
+
+  // Resolves once every thread of pid is stopped (state T in /proc/PID/task/TID/stat).
+  async function waitStopped(pid) {
+    const state = (tid) => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    };
+    for (let i = 0; i < 500; i++) {
+      if (readdirSync(`/proc/${pid}/task`).every((tid) => state(tid) === 'T')) return;
+      await sleep(2);
+    }
+    throw new Error(`runboxd ${pid} did not stop within 1 s`);
+  }
+
+  test('runboxd killed (SIGKILL) during a call, then restarted on the same port', async () => {
+    const ws = mkdtempSync(path.join(os.tmpdir(), 'runbox-e2e-ws-'));
+    cleanups.push(() => rmSync(ws, { recursive: true, force: true }));
+    const d1 = await startDaemon({ workspace: ws });
+    cleanups.push(() => d1.stop('SIGKILL'));
+    const p = proxy({ daemonUrl: d1.url });
+    await p.initialize();
+    assert.equal((await p.callTool('write_file', { path: '/k.txt', content: 'kept' })).isError,
+                 false);
+
+    // Stop the daemon so the call is surely in flight, then kill it. A group stop is not
+    // instant: wait until every thread of the daemon shows state T.
+    process.kill(d1.pid, 'SIGSTOP');
+    await waitStopped(d1.pid);
+    const pending = p.callTool('read_file', { path: '/k.txt' });
+    await sleep(100);
+    process.kill(d1.pid, 'SIGKILL');
+    const r = await pending;
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.match(resultError(r).error, /closed the connection before answering/);
+    await d1.exited();
+
+    const d2 = await startDaemon({ workspace: ws, args: ['--port', String(d1.port)] });
+    cleanups.push(() => d2.stop());
+    assert.equal(d2.port, d1.port);
+    const again = await p.callTool('read_file', { path: '/k.txt' });
+    assert.equal(again.isError, false, resultText(again));
+    assert.equal(resultText(again), 'kept');
+    await finish(p);
+  });
+});
