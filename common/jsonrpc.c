@@ -20,18 +20,29 @@
  * echoed back verbatim; they are treated like any other unusable id. */
 #define JSONRPC_MAX_SAFE_INT 9007199254740991.0
 
-/* Whole-number tests without libm (the binaries do not link it): every double of magnitude
- * 2^52 or more is whole, and below that a round trip through long long is exact. */
-static double magnitude(double d)
-{
-    return d < 0 ? -d : d;
-}
-
-static bool is_whole(double d)
+/* Without libm's floor: below 2^52 a round trip through long long is exact. */
+bool jsonrpc_is_whole(double d)
 {
     if (!isfinite(d))
         return false;
-    return magnitude(d) >= 4503599627370496.0 || d == (double)(long long)d;
+    return fabs(d) >= 4503599627370496.0 || d == (double)(long long)d;
+}
+
+const char *jsonrpc_type_name(const cJSON *v)
+{
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsBool(v))
+        return "boolean";
+    if (cJSON_IsObject(v))
+        return "object";
+    if (cJSON_IsArray(v))
+        return "array";
+    if (cJSON_IsString(v))
+        return "string";
+    if (cJSON_IsNumber(v))
+        return jsonrpc_is_whole(v->valuedouble) ? "integer" : "number";
+    return "nothing";
 }
 
 struct scan_state {
@@ -217,7 +228,7 @@ static bool is_usable_id(const cJSON *id)
     if (!cJSON_IsNumber(id))
         return false;
     d = id->valuedouble;
-    return is_whole(d) && magnitude(d) <= JSONRPC_MAX_SAFE_INT;
+    return jsonrpc_is_whole(d) && fabs(d) <= JSONRPC_MAX_SAFE_INT;
 }
 
 const cJSON *jsonrpc_usable_id(const cJSON *msg)
@@ -245,8 +256,8 @@ static enum jsonrpc_kind classify_response(const cJSON *msg, const cJSON *result
     if (error) {
         code = cJSON_GetObjectItemCaseSensitive(error, "code");
         message = cJSON_GetObjectItemCaseSensitive(error, "message");
-        if (!cJSON_IsObject(error) || !cJSON_IsNumber(code) || !is_whole(code->valuedouble) ||
-            !cJSON_IsString(message)) {
+        if (!cJSON_IsObject(error) || !cJSON_IsNumber(code) ||
+            !jsonrpc_is_whole(code->valuedouble) || !cJSON_IsString(message)) {
             *why = "\"error\" must be an object with an integer \"code\" and a string \"message\"";
             return JSONRPC_KIND_INVALID;
         }
@@ -336,7 +347,7 @@ static cJSON *id_item(const cJSON *id)
     if (!cJSON_IsNumber(id) || !isfinite(id->valuedouble))
         return cJSON_CreateNull();
     d = id->valuedouble;
-    if (is_whole(d) && magnitude(d) < 1e17)
+    if (jsonrpc_is_whole(d) && fabs(d) < 1e17)
         snprintf(num, sizeof(num), "%.0f", d);
     else
         snprintf(num, sizeof(num), "%.17g", d);

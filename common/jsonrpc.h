@@ -69,4 +69,13 @@ char *jsonrpc_build_error(const cJSON *id, int code, const char *message, cJSON 
  * of params (may be NULL). Returns an owned string (free with free()) or NULL. */
 char *jsonrpc_build_notification(const char *method, cJSON *params);
 
+/* Pure. True when d is a finite whole number, of any magnitude (every double of magnitude 2^52
+ * or more is whole). */
+bool jsonrpc_is_whole(double d);
+
+/* Pure. The JSON type of v as messages name it: "object", "array", "string", "boolean",
+ * "null", "integer" (a number for which jsonrpc_is_whole holds) or "number"; "nothing" for
+ * NULL or an invalid item. Returns a static string. */
+const char *jsonrpc_type_name(const cJSON *v);
+
 #endif /* COMMON_JSONRPC_H */

@@ -8,9 +8,9 @@
  * On the way out a tool result is written straight into one buffer (the text escaped in one
  * pass, UTF-8 checked on the way), which is the hot path of the proxy.
  *
- * Calls in flight sit in a small chained hash table keyed by the compact JSON text of their
- * request id ("7" and "\"7\"" are different ids), so notifications/cancelled and the
- * duplicate-id check are O(1) with hundreds in flight.
+ * Calls in flight sit in a small chained hash table (mcp_calls.c) keyed by the compact JSON
+ * text of their request id ("7" and "\"7\"" are different ids), so notifications/cancelled
+ * and the duplicate-id check are O(1) with hundreds in flight.
  *
  * Batches (2025-03-26 only): the array's members are detached one by one and handled like
  * single messages, except that their answers are appended to the batch's buffer. The batch
@@ -27,8 +27,10 @@
 #include <string.h>
 
 #include "errinfo.h"
+#include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp_int.h"
 #include "schema.h"
 
 /* Ceiling for any one message the engine builds (a tool result, a batch answer). Tool
@@ -45,214 +47,18 @@ static const char *const client_log_levels[] = {"debug", "info",     "notice", "
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/* ---- a growable output buffer with a ceiling ---- */
-
-struct buf {
-    char *p; /* owned, not NUL-terminated */
-    size_t len, cap;
-    bool failed; /* out of memory or over MCP_RESPONSE_MAX: the content is unusable */
-};
-
-static bool buf_reserve(struct buf *b, size_t extra)
-{
-    size_t cap;
-    char *p;
-
-    if (b->failed)
-        return false;
-    if (extra <= b->cap - b->len)
-        return true;
-    if (extra > MCP_RESPONSE_MAX - b->len) {
-        b->failed = true;
-        return false;
-    }
-    cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra)
-        cap *= 2;
-    p = realloc(b->p, cap);
-    if (!p) {
-        b->failed = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-static void buf_put(struct buf *b, const char *s, size_t n)
-{
-    if (n == 0 || !buf_reserve(b, n))
-        return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-static void buf_puts(struct buf *b, const char *s)
-{
-    buf_put(b, s, strlen(s));
-}
-
-/* Returns the owned NUL-terminated content (free with free()), or NULL when the buffer
- * failed; the buffer is reset either way. */
-static char *buf_take(struct buf *b, size_t *len)
-{
-    char *p = NULL;
-
-    if (!b->failed && buf_reserve(b, 1)) {
-        b->p[b->len] = '\0';
-        p = b->p;
-        b->p = NULL;
-        if (len)
-            *len = b->len;
-    }
-    free(b->p);
-    memset(b, 0, sizeof(*b));
-    return p;
-}
-
-/* Length of the well-formed UTF-8 sequence starting at s[0] (a byte >= 0x80), or 0. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    size_t len;
-
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        len = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        len = 4;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    /* The second byte's range excludes overlong forms, surrogates and code points > U+10FFFF. */
-    if (c == 0xE0)
-        lo = 0xA0;
-    else if (c == 0xED)
-        hi = 0x9F;
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return len;
-}
-
-/* True when any of the 8 bytes at p is a control character, non-ASCII, '"' or '\\'. Uses the
- * exact "some byte is below n" test (v - n*0x01..) & ~v & 0x80.., for n = 0x20 on the bytes
- * and n = 1 (some byte is zero) on the bytes xor'ed with '"' and with '\\'. */
-static bool word_needs_escape(const unsigned char *p)
-{
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    uint64_t x, quote, bslash;
-
-    memcpy(&x, p, 8);
-    quote = x ^ (ones * '"');
-    bslash = x ^ (ones * '\\');
-    return ((x | ((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) |
-             ((bslash - ones) & ~bslash)) &
-            highs) != 0;
-}
-
-/* Writes the escape for byte c (a control character, '"', '\\', or a byte that is not part of
- * well-formed UTF-8, which becomes U+FFFD) at out, which has room for 6 bytes. Returns the
- * new end. */
-static char *put_escape(char *out, unsigned char c)
-{
-    static const char hex[] = "0123456789abcdef";
-
-    *out++ = '\\';
-    if (c == '"' || c == '\\') {
-        *out++ = (char)c;
-    } else if (c == '\n') {
-        *out++ = 'n';
-    } else if (c == '\r') {
-        *out++ = 'r';
-    } else if (c == '\t') {
-        *out++ = 't';
-    } else if (c >= 0x80) {
-        memcpy(out, "ufffd", 5);
-        out += 5;
-    } else {
-        memcpy(out, "u00", 3);
-        out[3] = hex[c >> 4];
-        out[4] = hex[c & 0xF];
-        out += 5;
-    }
-    return out;
-}
-
-/* Appends str[0..n) as a JSON string. Invalid UTF-8 becomes U+FFFD, so what we send is
- * always valid JSON text even when a tool's output is not.
- *
- * This is the proxy's hottest loop (every tool result passes through it). The invariant that
- * keeps it tight: before each input byte the buffer has room for all remaining input plus the
- * closing quote, so bytes copied as they are need no check; only an escape, which grows the
- * output, reserves again. */
-static void buf_put_json_string(struct buf *b, const char *str, size_t n)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0, k;
-    char *out;
-
-    if (!buf_reserve(b, n + 2))
-        return;
-    out = b->p + b->len;
-    *out++ = '"';
-    while (i < n) {
-        unsigned char c;
-
-        /* Eight plain ASCII bytes at a time (room for them is guaranteed, see above). */
-        while (n - i >= 8 && !word_needs_escape(s + i)) {
-            memcpy(out, s + i, 8);
-            out += 8;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        c = s[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            *out++ = (char)c;
-            i++;
-            continue;
-        }
-        if (c >= 0x80) {
-            k = utf8_seq_len(s + i, n - i);
-            if (k) {
-                memcpy(out, s + i, k);
-                out += k;
-                i += k;
-                continue;
-            }
-        }
-        b->len = (size_t)(out - b->p);
-        if (!buf_reserve(b, 6 + (n - i) + 1))
-            return;
-        out = b->p + b->len;
-        out = put_escape(out, c);
-        i++;
-    }
-    *out++ = '"';
-    b->len = (size_t)(out - b->p);
-}
-
 /* Appends the JSON text of a request id: a string, an integer number, or null. */
-static void buf_put_id(struct buf *b, const cJSON *id)
+static void buf_put_id(struct jsonbuf *b, const cJSON *id)
 {
     char num[40];
     int n;
 
     if (cJSON_IsString(id)) {
-        buf_put_json_string(b, id->valuestring, strlen(id->valuestring));
+        jsonbuf_put_json_string(b, id->valuestring, strlen(id->valuestring), NULL);
         return;
     }
     if (!cJSON_IsNumber(id)) {
-        buf_put(b, "null", 4);
+        jsonbuf_put(b, "null", 4, NULL);
         return;
     }
     /* Integers print exactly; a huge one falls back to exponent form, still valid JSON. */
@@ -261,57 +67,22 @@ static void buf_put_id(struct buf *b, const cJSON *id)
     else
         n = snprintf(num, sizeof(num), "%.17g", id->valuedouble);
     if (n > 0 && (size_t)n < sizeof(num))
-        buf_put(b, num, (size_t)n);
+        jsonbuf_put(b, num, (size_t)n, NULL);
     else
-        buf_put(b, "null", 4);
-}
-
-static const char *json_type_name(const cJSON *v)
-{
-    if (cJSON_IsObject(v))
-        return "object";
-    if (cJSON_IsArray(v))
-        return "array";
-    if (cJSON_IsString(v))
-        return "string";
-    if (cJSON_IsBool(v))
-        return "boolean";
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsNumber(v))
-        return v->valuedouble == floor(v->valuedouble) ? "integer" : "number";
-    return "nothing";
+        jsonbuf_put(b, "null", 4, NULL);
 }
 
 static bool is_integer_number(const cJSON *v)
 {
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble);
+    return cJSON_IsNumber(v) && jsonrpc_is_whole(v->valuedouble);
 }
 
 /* ---- session, calls, batches ---- */
 
 struct batch {
-    size_t pending; /* answers still owed, plus one while the members are being dispatched */
-    size_t answers; /* answers already in out */
-    struct buf out; /* "[a,b,..." */
-};
-
-struct mcp_call {
-    struct mcp_session *s;
-    struct mcp_call *next; /* hash chain */
-    struct batch *batch;   /* borrowed, or NULL */
-    cJSON *msg;            /* owned: the whole request; everything below is borrowed from it */
-    const cJSON *id;
-    const cJSON *args;
-    const cJSON *progress_token; /* or NULL */
-    const struct catalog_tool *tool;
-    char *id_text; /* owned, compact JSON of id */
-    size_t id_len;
-    uint32_t hash;
-    void *data;
-    double last_progress;
-    bool has_progress;
-    bool cancelling; /* cancel_call is running: a late finish is dropped */
+    size_t pending;     /* answers still owed, plus one while the members are being dispatched */
+    size_t answers;     /* answers already in out */
+    struct jsonbuf out; /* "[a,b,..." */
 };
 
 struct mcp_session {
@@ -323,82 +94,8 @@ struct mcp_session {
     bool client_ready;       /* notifications/initialized seen */
     bool closing;            /* mcp_session_free is running: send nothing */
     size_t client_log_level; /* index into client_log_levels (logging/setLevel) */
-    struct mcp_call **buckets;
-    size_t nbuckets; /* a power of two, or 0 before the first call */
-    size_t inflight;
+    struct mcp_calls calls;  /* in flight, by id */
 };
-
-static uint32_t hash_text(const char *p, size_t n)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
-static struct mcp_call *calls_find(const struct mcp_session *s, const char *id, size_t len)
-{
-    struct mcp_call *c;
-
-    if (!s->nbuckets)
-        return NULL;
-    c = s->buckets[hash_text(id, len) & (s->nbuckets - 1)];
-    for (; c; c = c->next)
-        if (c->id_len == len && memcmp(c->id_text, id, len) == 0)
-            return c;
-    return NULL;
-}
-
-static int calls_grow(struct mcp_session *s)
-{
-    size_t n = s->nbuckets ? s->nbuckets * 2 : 16;
-    struct mcp_call **nb = calloc(n, sizeof(*nb));
-
-    if (!nb)
-        return -1;
-    for (size_t i = 0; i < s->nbuckets; i++) {
-        while (s->buckets[i]) {
-            struct mcp_call *c = s->buckets[i];
-
-            s->buckets[i] = c->next;
-            c->next = nb[c->hash & (n - 1)];
-            nb[c->hash & (n - 1)] = c;
-        }
-    }
-    free(s->buckets);
-    s->buckets = nb;
-    s->nbuckets = n;
-    return 0;
-}
-
-static int calls_add(struct mcp_session *s, struct mcp_call *c)
-{
-    struct mcp_call **slot;
-
-    if (s->inflight >= s->nbuckets && calls_grow(s) < 0 && !s->nbuckets)
-        return -1; /* a failed grow with buckets present just makes chains longer */
-    slot = &s->buckets[c->hash & (s->nbuckets - 1)];
-    c->next = *slot;
-    *slot = c;
-    s->inflight++;
-    return 0;
-}
-
-static void calls_remove(struct mcp_session *s, struct mcp_call *c)
-{
-    struct mcp_call **pp = &s->buckets[c->hash & (s->nbuckets - 1)];
-
-    for (; *pp; pp = &(*pp)->next) {
-        if (*pp == c) {
-            *pp = c->next;
-            s->inflight--;
-            return;
-        }
-    }
-}
 
 /* Sends json (len bytes) to the client, or adds it to the batch being answered. */
 static void emit(struct mcp_session *s, struct batch *batch, const char *json, size_t len)
@@ -409,8 +106,8 @@ static void emit(struct mcp_session *s, struct batch *batch, const char *json, s
         s->be->send(s->ctx, json, len);
         return;
     }
-    buf_put(&batch->out, batch->answers ? "," : "[", 1);
-    buf_put(&batch->out, json, len);
+    jsonbuf_put(&batch->out, batch->answers ? "," : "[", 1, NULL);
+    jsonbuf_put(&batch->out, json, len, NULL);
     batch->answers++;
 }
 
@@ -451,10 +148,11 @@ static void reply_result(struct mcp_session *s, struct batch *batch, const cJSON
 }
 
 /* Sends a response built in b (which is consumed), or -32603 when building it failed. */
-static void reply_built(struct mcp_session *s, struct batch *batch, const cJSON *id, struct buf *b)
+static void reply_built(struct mcp_session *s, struct batch *batch, const cJSON *id,
+                        struct jsonbuf *b)
 {
     size_t len = 0, want = b->len;
-    char *line = buf_take(b, &len);
+    char *line = jsonbuf_take(b, &len);
 
     if (!line) {
         log_error("mcp: could not build the response to a request (%zu bytes so far)", want);
@@ -470,32 +168,32 @@ static void reply_built(struct mcp_session *s, struct batch *batch, const cJSON 
 
 /* Writes a complete tools/call response into b: text is escaped into the one text block;
  * structured (raw JSON text, or NULL) becomes structuredContent. */
-static void build_tool_result(struct buf *b, const cJSON *id, const char *id_text, size_t id_len,
-                              const char *text, size_t text_len, bool is_error,
+static void build_tool_result(struct jsonbuf *b, const cJSON *id, const char *id_text,
+                              size_t id_len, const char *text, size_t text_len, bool is_error,
                               const char *structured, size_t structured_len)
 {
     /* Most text needs no escapes: reserve once for the common case. */
-    buf_reserve(b, 96 + id_len + text_len + text_len / 16 + structured_len);
-    buf_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    jsonbuf_reserve(b, 96 + id_len + text_len + text_len / 16 + structured_len, NULL);
+    jsonbuf_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":", NULL);
     if (id_text)
-        buf_put(b, id_text, id_len);
+        jsonbuf_put(b, id_text, id_len, NULL);
     else
         buf_put_id(b, id);
-    buf_puts(b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
-    buf_put_json_string(b, text, text_len);
-    buf_puts(b, "}]");
+    jsonbuf_puts(b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":", NULL);
+    jsonbuf_put_json_string(b, text, text_len, NULL);
+    jsonbuf_puts(b, "}]", NULL);
     if (structured) {
-        buf_puts(b, ",\"structuredContent\":");
-        buf_put(b, structured, structured_len);
+        jsonbuf_puts(b, ",\"structuredContent\":", NULL);
+        jsonbuf_put(b, structured, structured_len, NULL);
     }
-    buf_puts(b, is_error ? ",\"isError\":true}}" : ",\"isError\":false}}");
+    jsonbuf_puts(b, is_error ? ",\"isError\":true}}" : ",\"isError\":false}}", NULL);
 }
 
 /* Answers a request that never became a call with an isError tool result. */
 static void reply_tool_error(struct mcp_session *s, struct batch *batch, const cJSON *id,
                              const char *text, size_t len)
 {
-    struct buf b = {0};
+    struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
 
     build_tool_result(&b, id, NULL, 0, text, len, true, NULL, 0);
     reply_built(s, batch, id, &b);
@@ -509,8 +207,8 @@ static void batch_release(struct mcp_session *s, struct batch *b)
     if (--b->pending)
         return;
     if (b->answers && !s->closing) {
-        buf_put(&b->out, "]", 1);
-        line = buf_take(&b->out, &len);
+        jsonbuf_put(&b->out, "]", 1, NULL);
+        line = jsonbuf_take(&b->out, &len);
         if (line)
             s->be->send(s->ctx, line, len);
         else
@@ -520,7 +218,7 @@ static void batch_release(struct mcp_session *s, struct batch *b)
                         MCP_RESPONSE_MAX);
         free(line);
     }
-    free(b->out.p);
+    jsonbuf_cleanup(&b->out);
     free(b);
 }
 
@@ -530,7 +228,7 @@ static void call_done(struct mcp_call *call)
     struct mcp_session *s = call->s;
     struct batch *batch = call->batch;
 
-    calls_remove(s, call);
+    mcp_calls_remove(&s->calls, call);
     cJSON_Delete(call->msg);
     free(call->id_text);
     free(call);
@@ -618,11 +316,12 @@ static void on_tools_list(struct mcp_session *s, struct batch *batch, const cJSO
                           const cJSON *params)
 {
     const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-    struct buf b = {0};
+    struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
 
     if (cursor && !cJSON_IsNull(cursor) && !cJSON_IsString(cursor)) {
         reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
-                    "tools/list: params.cursor must be a string, got %s", json_type_name(cursor));
+                    "tools/list: params.cursor must be a string, got %s",
+                    jsonrpc_type_name(cursor));
         return;
     }
     /* Everything fits one page and no nextCursor is ever given, so no cursor is valid. */
@@ -631,11 +330,11 @@ static void on_tools_list(struct mcp_session *s, struct batch *batch, const cJSO
         return;
     }
     /* The tools array is prebuilt text: splice it in rather than build a tree. */
-    buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    jsonbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":", NULL);
     buf_put_id(&b, id);
-    buf_puts(&b, ",\"result\":{\"tools\":");
-    buf_puts(&b, catalog_tools_json(s->cat));
-    buf_puts(&b, "}}");
+    jsonbuf_puts(&b, ",\"result\":{\"tools\":", NULL);
+    jsonbuf_puts(&b, catalog_tools_json(s->cat), NULL);
+    jsonbuf_puts(&b, "}}", NULL);
     reply_built(s, batch, id, &b);
 }
 
@@ -652,7 +351,7 @@ static int check_arguments(struct mcp_session *s, struct batch *batch, const cJS
         "send binary data with encoding \"base64\"";
     cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
     struct schema_report rep;
-    struct buf text = {0};
+    struct jsonbuf text = JSONBUF_INIT(MCP_RESPONSE_MAX);
     char line[80];
 
     if (nul_escape) {
@@ -668,7 +367,7 @@ static int check_arguments(struct mcp_session *s, struct batch *batch, const cJS
         }
     }
     if (!cJSON_IsObject(args)) {
-        snprintf(line, sizeof(line), "arguments: expected object, got %s", json_type_name(args));
+        snprintf(line, sizeof(line), "arguments: expected object, got %s", jsonrpc_type_name(args));
         reply_tool_error(s, batch, id, line, strlen(line));
         return -1;
     }
@@ -678,17 +377,17 @@ static int check_arguments(struct mcp_session *s, struct batch *batch, const cJS
     }
     for (size_t i = 0; i < rep.count && i < SCHEMA_MAX_ERRORS; i++) {
         if (i)
-            buf_put(&text, "\n", 1);
-        buf_puts(&text, rep.msgs[i]);
+            jsonbuf_put(&text, "\n", 1, NULL);
+        jsonbuf_puts(&text, rep.msgs[i], NULL);
     }
     if (rep.count > SCHEMA_MAX_ERRORS) {
         size_t more = rep.count - SCHEMA_MAX_ERRORS;
 
         snprintf(line, sizeof(line), "\n(%zu more problem%s)", more, more == 1 ? "" : "s");
-        buf_puts(&text, line);
+        jsonbuf_puts(&text, line, NULL);
     }
-    reply_tool_error(s, batch, id, text.p ? text.p : "", text.len);
-    free(text.p);
+    reply_tool_error(s, batch, id, text.data ? text.data : "", text.len);
+    jsonbuf_cleanup(&text);
     return -1;
 }
 
@@ -720,8 +419,8 @@ static int call_start(struct mcp_session *s, struct batch *batch, cJSON *msg, ch
     call->progress_token = progress_token(cJSON_GetObjectItemCaseSensitive(msg, "params"));
     call->id_text = id_text;
     call->id_len = id_len;
-    call->hash = hash_text(id_text, id_len);
-    if (calls_add(s, call) < 0) {
+    call->hash = mcp_calls_hash(id_text, id_len);
+    if (mcp_calls_add(&s->calls, call) < 0) {
         free(call);
         return -1;
     }
@@ -741,7 +440,7 @@ static void on_tools_call(struct mcp_session *s, struct batch *batch, cJSON *msg
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
     const cJSON *args = NULL;
     const struct catalog_tool *tool;
-    struct buf idb = {0};
+    struct jsonbuf idb = JSONBUF_INIT(MCP_RESPONSE_MAX);
     size_t id_len;
     char *id_text;
 
@@ -750,11 +449,11 @@ static void on_tools_call(struct mcp_session *s, struct batch *batch, cJSON *msg
         reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
         goto out;
     }
-    if (calls_find(s, idb.p, idb.len)) {
+    if (mcp_calls_find(&s->calls, idb.data, idb.len)) {
         reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
                     "request id %.*s is already in use by a call in flight; use a new id for "
                     "every request",
-                    (int)(idb.len > 100 ? 100 : idb.len), idb.p);
+                    (int)(idb.len > 100 ? 100 : idb.len), idb.data);
         goto out;
     }
     if (!cJSON_IsObject(params) || !cJSON_IsString(name)) {
@@ -770,13 +469,13 @@ static void on_tools_call(struct mcp_session *s, struct batch *batch, cJSON *msg
     }
     if (check_arguments(s, batch, id, params, tool, nul_escape, &args) < 0)
         goto out;
-    id_text = buf_take(&idb, &id_len);
+    id_text = jsonbuf_take(&idb, &id_len);
     if (id_text && call_start(s, batch, msg, id_text, id_len, tool, args) == 0)
         return; /* msg and id_text now belong to the call */
     free(id_text);
     reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
 out:
-    free(idb.p);
+    jsonbuf_cleanup(&idb);
     cJSON_Delete(msg);
 }
 
@@ -784,14 +483,14 @@ out:
 
 static bool id_in_flight(const struct mcp_session *s, const cJSON *id)
 {
-    struct buf b = {0};
+    struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
     bool found;
 
-    if (!s->inflight)
+    if (!s->calls.count)
         return false;
     buf_put_id(&b, id);
-    found = !b.failed && calls_find(s, b.p, b.len);
-    free(b.p);
+    found = !b.failed && mcp_calls_find(&s->calls, b.data, b.len);
+    jsonbuf_cleanup(&b);
     return found;
 }
 
@@ -831,7 +530,7 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
 {
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
     struct mcp_call *call = NULL;
-    struct buf b = {0};
+    struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
 
     if (!cJSON_IsString(rid) && !is_integer_number(rid)) {
         log_debug("mcp: notifications/cancelled without a usable requestId; ignored");
@@ -839,16 +538,16 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
     }
     buf_put_id(&b, rid);
     if (!b.failed)
-        call = calls_find(s, b.p, b.len);
+        call = mcp_calls_find(&s->calls, b.data, b.len);
     if (call) {
         log_debug("mcp: call %s cancelled by the client", call->id_text);
         call_cancel(call);
     } else {
         /* Races are normal: the call may have just finished. */
         log_debug("mcp: cancel for %.*s, which is not in flight; ignored",
-                  (int)(b.len > 100 ? 100 : b.len), b.p ? b.p : "");
+                  (int)(b.len > 100 ? 100 : b.len), b.data ? b.data : "");
     }
-    free(b.p);
+    jsonbuf_cleanup(&b);
 }
 
 /* Handles a notification; never answered. */
@@ -917,6 +616,7 @@ static void handle_batch(struct mcp_session *s, cJSON *arr, bool nul_escape)
         reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
         goto out;
     }
+    jsonbuf_init(&b->out, MCP_RESPONSE_MAX);
     b->pending = 1; /* held while dispatching */
     while (arr->child)
         handle_one(s, b, cJSON_DetachItemViaPointer(arr, arr->child), nul_escape);
@@ -947,10 +647,10 @@ void mcp_session_free(struct mcp_session *s)
     if (!s)
         return;
     s->closing = true;
-    for (size_t i = 0; i < s->nbuckets; i++)
-        while (s->buckets[i])
-            call_cancel(s->buckets[i]);
-    free(s->buckets);
+    for (size_t i = 0; i < s->calls.nbuckets; i++)
+        while (s->calls.buckets[i])
+            call_cancel(s->calls.buckets[i]);
+    free(s->calls.buckets);
     free(s);
 }
 
@@ -1014,7 +714,7 @@ const char *mcp_session_protocol(const struct mcp_session *s)
 
 size_t mcp_session_inflight(const struct mcp_session *s)
 {
-    return s->inflight;
+    return s->calls.count;
 }
 
 const struct catalog_tool *mcp_call_tool(const struct mcp_call *call)
@@ -1076,7 +776,7 @@ void mcp_call_progress(struct mcp_call *call, double progress, double total, con
 
 void mcp_call_finish(struct mcp_call *call, cJSON *result)
 {
-    struct buf b = {0};
+    struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
     char *printed = NULL;
     const char *text = "", *structured = NULL;
     size_t text_len = 0;
@@ -1111,22 +811,22 @@ void mcp_call_finish(struct mcp_call *call, cJSON *result)
 
 void mcp_call_fail(struct mcp_call *call, const char *error, bool timeout)
 {
-    struct buf inner = {0}, b = {0};
+    struct jsonbuf inner = JSONBUF_INIT(MCP_RESPONSE_MAX), b = JSONBUF_INIT(MCP_RESPONSE_MAX);
 
     if (call->cancelling)
         return;
     if (!error)
         error = "the tool failed without saying why";
-    buf_puts(&inner, "{\"error\":");
-    buf_put_json_string(&inner, error, strlen(error));
-    buf_puts(&inner, timeout ? ",\"timeout\":true}" : ",\"timeout\":false}");
+    jsonbuf_puts(&inner, "{\"error\":", NULL);
+    jsonbuf_put_json_string(&inner, error, strlen(error), NULL);
+    jsonbuf_puts(&inner, timeout ? ",\"timeout\":true}" : ",\"timeout\":false}", NULL);
     if (inner.failed)
         b.failed = true;
     else
-        build_tool_result(&b, call->id, call->id_text, call->id_len, inner.p, inner.len, true, NULL,
-                          0);
+        build_tool_result(&b, call->id, call->id_text, call->id_len, inner.data, inner.len, true,
+                          NULL, 0);
     log_debug("mcp: call %s failed%s: %.200s", call->id_text, timeout ? " (timeout)" : "", error);
     reply_built(call->s, call->batch, call->id, &b);
-    free(inner.p);
+    jsonbuf_cleanup(&inner);
     call_done(call);
 }

@@ -8,10 +8,12 @@
  * context that keeps just its first message, so a failed match can name the closest
  * alternative's problem.
  *
- * schema_check() is the strict twin used on the catalog: it refuses unknown keywords and
- * malformed keyword values, so schema_validate() can assume a sane schema (it still never
- * crashes on a malformed one: a keyword whose value has the wrong type is ignored). */
+ * schema_check() (schema_check.c) is the strict twin used on the catalog: it refuses unknown
+ * keywords and malformed keyword values, so schema_validate() can assume a sane schema (it
+ * still never crashes on a malformed one: a keyword whose value has the wrong type is
+ * ignored). */
 #include "schema.h"
+#include "schema_int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -21,23 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCHEMA_MAX_DEPTH 64                 /* schema nesting accepted by schema_check */
-#define VALUE_CUT        40                 /* bytes of a string value quoted in a message */
-#define MAX_SAFE_INT     9007199254740991.0 /* 2^53 - 1: the integers a double holds exactly */
+#include "jsonrpc.h"
+#include "utf8.h"
 
-/* Whole-number tests without libm (the binaries do not link it): every double of magnitude
- * 2^52 or more is whole, and below that a round trip through long long is exact. */
-static double magnitude(double d)
-{
-    return d < 0 ? -d : d;
-}
-
-static bool is_whole(double d)
-{
-    if (!isfinite(d))
-        return false;
-    return magnitude(d) >= 4503599627370496.0 || d == (double)(long long)d;
-}
+#define MAX_SAFE_INT 9007199254740991.0 /* 2^53 - 1: the integers a double holds exactly */
 
 enum type_bit {
     T_NULL = 1 << 0,
@@ -64,32 +53,7 @@ static const struct {
 /* Cuts a trailing, incomplete UTF-8 sequence (left by snprintf truncation). */
 static void trim_utf8(char *s)
 {
-    size_t len = strlen(s);
-    size_t k = 0, need;
-    unsigned char lead;
-
-    while (k < len && k < 3 && ((unsigned char)s[len - 1 - k] & 0xC0) == 0x80)
-        k++;
-    if (k == len)
-        return;
-    lead = (unsigned char)s[len - 1 - k];
-    if (lead < 0x80)
-        return;
-    need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (need > k + 1)
-        s[len - 1 - k] = '\0';
-}
-
-/* The length of the UTF-8 sequence starting at s: 1 for ASCII and for stray bytes, else
- * the lead byte's length as far as continuation bytes follow. */
-static size_t utf8_seq_len(const unsigned char *s)
-{
-    size_t want = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 1;
-    size_t n = 1;
-
-    while (n < want && (s[n] & 0xC0) == 0x80)
-        n++;
-    return n;
+    s[utf8_cut(s, strlen(s))] = '\0';
 }
 
 /* Appends src to dst (of size `size`, holding *len bytes) with JSON escapes, at most `max`
@@ -97,14 +61,17 @@ static size_t utf8_seq_len(const unsigned char *s)
 static bool append_escaped(char *dst, size_t size, size_t *len, const char *src, size_t max)
 {
     const unsigned char *u = (const unsigned char *)src;
-    size_t i = 0;
+    size_t i = 0, slen = strnlen(src, max + 4); /* a sequence is at most 4 bytes */
 
     while (u[i]) {
-        size_t n = utf8_seq_len(u + i);
+        /* A character is kept whole; a byte that starts none goes alone. */
+        size_t n = utf8_seq_len(src + i, slen - i);
         char tmp[8];
         const char *out = tmp;
         size_t outlen;
 
+        if (n == 0)
+            n = 1;
         if (u[i] == '"' || u[i] == '\\')
             snprintf(tmp, sizeof(tmp), "\\%c", u[i]);
         else if (u[i] == '\n')
@@ -135,7 +102,7 @@ static void format_number(double d, char *buf, size_t size)
         snprintf(buf, size, "NaN");
     else if (isinf(d)) /* 1e400 parses to infinity */
         snprintf(buf, size, "%s", d > 0 ? "Infinity" : "-Infinity");
-    else if (is_whole(d) && magnitude(d) < 1e15)
+    else if (jsonrpc_is_whole(d) && fabs(d) < 1e15)
         snprintf(buf, size, "%.0f", d);
     else {
         snprintf(buf, size, "%.15g", d);
@@ -153,7 +120,7 @@ static void describe_value(const cJSON *v, char *buf, size_t size)
     if (cJSON_IsString(v)) {
         buf[0] = '"';
         buf[1] = '\0';
-        if (!append_escaped(buf, size - 4, &len, v->valuestring, VALUE_CUT)) {
+        if (!append_escaped(buf, size - 4, &len, v->valuestring, SCHEMA_VALUE_CUT)) {
             trim_utf8(buf);
             len = strlen(buf);
             memcpy(buf + len, "...", 4);
@@ -192,13 +159,12 @@ static void describe_schema_value(const cJSON *v, char *buf, size_t size)
     free(text);
 }
 
-/* A name from a schema or a value, escaped and cut for a message (without quotes). */
-static const char *quoted(const char *s, char *buf, size_t size)
+const char *schema_quoted(const char *s, char *buf, size_t size)
 {
     size_t len = 0;
 
     buf[0] = '\0';
-    if (!append_escaped(buf, size - 3, &len, s, VALUE_CUT)) {
+    if (!append_escaped(buf, size - 3, &len, s, SCHEMA_VALUE_CUT)) {
         trim_utf8(buf);
         len = strlen(buf);
         memcpy(buf + len, "...", 4);
@@ -206,29 +172,21 @@ static const char *quoted(const char *s, char *buf, size_t size)
     return buf;
 }
 
-static bool is_safe_whole(double d)
+bool schema_is_safe_whole(double d)
 {
-    return is_whole(d) && magnitude(d) <= MAX_SAFE_INT;
+    return jsonrpc_is_whole(d) && fabs(d) <= MAX_SAFE_INT;
 }
 
+/* The type named in messages: like jsonrpc_type_name, but a whole number past 2^53 is a
+ * "number" here, since "integer" accepts only the integers a double holds exactly. */
 static const char *type_of(const cJSON *v)
 {
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsBool(v))
-        return "boolean";
-    if (cJSON_IsObject(v))
-        return "object";
-    if (cJSON_IsArray(v))
-        return "array";
-    if (cJSON_IsString(v))
-        return "string";
-    if (cJSON_IsNumber(v))
-        return is_safe_whole(v->valuedouble) ? "integer" : "number";
-    return "nothing";
+    if (cJSON_IsNumber(v) && !schema_is_safe_whole(v->valuedouble))
+        return "number";
+    return jsonrpc_type_name(v);
 }
 
-static unsigned type_bit_of_name(const char *name)
+unsigned schema_type_bit(const char *name)
 {
     for (size_t i = 0; i < N_TYPES; i++) {
         if (strcmp(name, type_names[i].name) == 0)
@@ -244,13 +202,13 @@ static unsigned type_mask(const cJSON *type)
     const cJSON *t;
 
     if (cJSON_IsString(type))
-        return type_bit_of_name(type->valuestring);
+        return schema_type_bit(type->valuestring);
     if (!cJSON_IsArray(type))
         return 0;
     cJSON_ArrayForEach(t, type)
     {
         if (cJSON_IsString(t))
-            mask |= type_bit_of_name(t->valuestring);
+            mask |= schema_type_bit(t->valuestring);
     }
     return mask;
 }
@@ -263,7 +221,7 @@ static void type_text(const cJSON *type, char *buf, size_t size)
 
     buf[0] = '\0';
     if (cJSON_IsString(type)) {
-        if (type_bit_of_name(type->valuestring))
+        if (schema_type_bit(type->valuestring))
             snprintf(buf, size, "%s", type->valuestring);
         return;
     }
@@ -273,7 +231,7 @@ static void type_text(const cJSON *type, char *buf, size_t size)
 
         /* Unknown names are skipped: they come from an unchecked schema and could hold
          * anything, newlines included. */
-        if (!cJSON_IsString(t) || !type_bit_of_name(t->valuestring))
+        if (!cJSON_IsString(t) || !schema_type_bit(t->valuestring))
             continue;
         n = snprintf(buf + len, size - len, "%s%s", len ? " or " : "", t->valuestring);
         if (n < 0 || (size_t)n >= size - len)
@@ -283,15 +241,6 @@ static void type_text(const cJSON *type, char *buf, size_t size)
 }
 
 /* ---- the value path ---- */
-
-/* Longer than a message: a deep path is shown by its tail (see shown_path), so the tail
- * must be kept. 64 levels (the parser's limit) of 40-byte names fit. */
-#define PATH_BUF_MAX 4096
-
-struct path {
-    char buf[PATH_BUF_MAX];
-    size_t len;
-};
 
 static bool is_plain_key(const char *key)
 {
@@ -306,20 +255,18 @@ static bool is_plain_key(const char *key)
     return true;
 }
 
-/* Appends ".key" (or ["odd key"], escaped and cut) and returns the previous length for
- * path_pop(). A path that no longer fits is cut. */
-static size_t path_push_key(struct path *p, const char *key)
+size_t schema_path_push_key(struct schema_path *p, const char *key)
 {
     size_t old = p->len;
     size_t len = p->len;
 
-    if (is_plain_key(key) && strlen(key) <= VALUE_CUT) {
+    if (is_plain_key(key) && strlen(key) <= SCHEMA_VALUE_CUT) {
         int n = snprintf(p->buf + len, sizeof(p->buf) - len, ".%s", key);
         p->len = n < 0 ? len : len + (size_t)n;
     } else if (len + 8 < sizeof(p->buf)) {
         memcpy(p->buf + len, "[\"", 3);
         len += 2;
-        if (!append_escaped(p->buf, sizeof(p->buf) - 5, &len, key, VALUE_CUT)) {
+        if (!append_escaped(p->buf, sizeof(p->buf) - 5, &len, key, SCHEMA_VALUE_CUT)) {
             memcpy(p->buf + len, "...", 4);
             len += 3;
         }
@@ -331,7 +278,7 @@ static size_t path_push_key(struct path *p, const char *key)
     return old;
 }
 
-static size_t path_push_index(struct path *p, size_t i)
+size_t schema_path_push_index(struct schema_path *p, size_t i)
 {
     size_t old = p->len;
     int n = snprintf(p->buf + p->len, sizeof(p->buf) - p->len, "[%zu]", i);
@@ -342,24 +289,22 @@ static size_t path_push_index(struct path *p, size_t i)
     return old;
 }
 
-static void path_pop(struct path *p, size_t old)
+void schema_path_pop(struct schema_path *p, size_t old)
 {
     p->len = old;
     p->buf[old] = '\0';
 }
 
-/* The path as shown in a message: a path too long to leave room for the rule keeps its
- * tail (the part that names the failing member), cut on a character boundary. */
-#define PATH_SHOWN_MAX 160
+#define PATH_SHOWN_MAX 160 /* longest path shown in a message (see schema_path_shown) */
 
-static const char *shown_path(const struct path *p, const char **prefix)
+const char *schema_path_shown(const struct schema_path *p, const char **prefix)
 {
     const char *s = p->buf;
 
     *prefix = "";
     if (p->len > PATH_SHOWN_MAX) {
         s = p->buf + p->len - (PATH_SHOWN_MAX - 3);
-        while (((unsigned char)*s & 0xC0) == 0x80)
+        while (utf8_is_cont((unsigned char)*s))
             s++;
         *prefix = "...";
     }
@@ -372,15 +317,8 @@ struct vctx {
     struct schema_report *rep; /* NULL: counting only (an oneOf/anyOf alternative) */
     size_t count;
     char first[SCHEMA_MSG_MAX]; /* counting only: the first message */
-    struct path *path;
+    struct schema_path *path;
     int depth;
-};
-
-/* The keywords of one schema object, gathered in one pass. */
-struct keywords {
-    const cJSON *type, *properties, *required, *additional, *enumv, *constv;
-    const cJSON *minimum, *maximum, *exmin, *exmax, *minlen, *maxlen;
-    const cJSON *items, *minitems, *maxitems, *oneof, *anyof;
 };
 
 static bool wants_message(const struct vctx *c)
@@ -403,7 +341,7 @@ static void violation(struct vctx *c, const char *fmt, ...)
     }
     dst = c->rep ? c->rep->msgs[c->count] : c->first;
     c->count++;
-    where = shown_path(c->path, &prefix);
+    where = schema_path_shown(c->path, &prefix);
     n = snprintf(dst, SCHEMA_MSG_MAX, "%s%s: ", prefix, where);
     if (n >= 0 && n < SCHEMA_MSG_MAX) {
         va_start(ap, fmt);
@@ -415,7 +353,7 @@ static void violation(struct vctx *c, const char *fmt, ...)
 
 static void validate(struct vctx *c, const cJSON *schema, const cJSON *v);
 
-static void gather(const cJSON *schema, struct keywords *kw)
+void schema_gather(const cJSON *schema, struct schema_keywords *kw)
 {
     const cJSON *k;
 
@@ -486,9 +424,9 @@ static bool check_type(struct vctx *c, const cJSON *type, const cJSON *v)
     if (cJSON_IsNumber(v) && (mask & T_INTEGER)) {
         double d = v->valuedouble;
 
-        if (is_safe_whole(d))
+        if (schema_is_safe_whole(d))
             return true;
-        if (is_whole(d)) {
+        if (jsonrpc_is_whole(d)) {
             char got[48];
 
             format_number(d, got, sizeof(got));
@@ -569,7 +507,7 @@ static size_t count_code_points(const char *s)
     size_t n = 0;
 
     for (; *s; s++) {
-        if (((unsigned char)*s & 0xC0) != 0x80)
+        if (!utf8_is_cont((unsigned char)*s))
             n++;
     }
     return n;
@@ -594,7 +532,7 @@ static void check_count(struct vctx *c, const cJSON *minv, const cJSON *maxv, si
         violation(c, "must %s at most %.0f %s%s; got %zu", verb, hi, unit, hi == 1 ? "" : "s", n);
 }
 
-static void validate_array(struct vctx *c, const struct keywords *kw, const cJSON *v)
+static void validate_array(struct vctx *c, const struct schema_keywords *kw, const cJSON *v)
 {
     const cJSON *e;
     size_t i = 0, old;
@@ -605,9 +543,9 @@ static void validate_array(struct vctx *c, const struct keywords *kw, const cJSO
         return;
     cJSON_ArrayForEach(e, v)
     {
-        old = path_push_index(c->path, i++);
+        old = schema_path_push_index(c->path, i++);
         validate(c, kw->items, e);
-        path_pop(c->path, old);
+        schema_path_pop(c->path, old);
     }
 }
 
@@ -620,9 +558,9 @@ static void allowed_list(const cJSON *props, char *buf, size_t size)
     buf[0] = '\0';
     cJSON_ArrayForEach(p, props)
     {
-        char name[2 * VALUE_CUT];
+        char name[2 * SCHEMA_VALUE_CUT];
         int n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
-                         quoted(p->string, name, sizeof(name)));
+                         schema_quoted(p->string, name, sizeof(name)));
         if (n < 0 || (size_t)n >= size - len)
             break;
         len += (size_t)n;
@@ -638,16 +576,16 @@ static void check_required(struct vctx *c, const cJSON *required, const cJSON *v
     {
         if (!cJSON_IsString(r) || cJSON_GetObjectItemCaseSensitive(v, r->valuestring))
             continue;
-        old = path_push_key(c->path, r->valuestring);
+        old = schema_path_push_key(c->path, r->valuestring);
         violation(c, "required property is missing");
-        path_pop(c->path, old);
+        schema_path_pop(c->path, old);
     }
 }
 
 /* One member: its declared schema, or additionalProperties. `seen` marks the first 64
  * declared properties already met, so a repeated name is refused (the daemon would read only
  * one of the two values). */
-static void validate_member(struct vctx *c, const struct keywords *kw, const cJSON *m,
+static void validate_member(struct vctx *c, const struct schema_keywords *kw, const cJSON *m,
                             uint64_t *seen)
 {
     const cJSON *p = NULL;
@@ -683,7 +621,7 @@ static void validate_member(struct vctx *c, const struct keywords *kw, const cJS
     }
 }
 
-static void validate_object(struct vctx *c, const struct keywords *kw, const cJSON *v)
+static void validate_object(struct vctx *c, const struct schema_keywords *kw, const cJSON *v)
 {
     const cJSON *m;
     uint64_t seen = 0;
@@ -697,9 +635,9 @@ static void validate_object(struct vctx *c, const struct keywords *kw, const cJS
     {
         if (!m->string)
             continue;
-        old = path_push_key(c->path, m->string);
+        old = schema_path_push_key(c->path, m->string);
         validate_member(c, kw, m, &seen);
-        path_pop(c->path, old);
+        schema_path_pop(c->path, old);
     }
 }
 
@@ -737,7 +675,7 @@ static void validate_alternatives(struct vctx *c, const cJSON *alts, const cJSON
 
 static void validate(struct vctx *c, const cJSON *schema, const cJSON *v)
 {
-    struct keywords kw;
+    struct schema_keywords kw;
 
     if (cJSON_IsTrue(schema))
         return;
@@ -752,7 +690,7 @@ static void validate(struct vctx *c, const cJSON *schema, const cJSON *v)
         return;
     }
     c->depth++;
-    gather(schema, &kw);
+    schema_gather(schema, &kw);
     if (kw.type && !check_type(c, kw.type, v))
         goto out;
     if (kw.enumv && cJSON_IsArray(kw.enumv))
@@ -779,10 +717,31 @@ out:
     c->depth--;
 }
 
+int schema_first_violation(const cJSON *schema, const cJSON *type, const cJSON *v, const char *what,
+                           char *msg)
+{
+    struct schema_path path;
+    struct vctx sub;
+
+    memset(&sub, 0, sizeof(sub));
+    sub.path = &path;
+    path.len = (size_t)snprintf(path.buf, sizeof(path.buf), "%s", what);
+    if (type) {
+        if (check_type(&sub, type, v))
+            return 0;
+    } else {
+        validate(&sub, schema, v);
+        if (!sub.count)
+            return 0;
+    }
+    memcpy(msg, sub.first, SCHEMA_MSG_MAX);
+    return -1;
+}
+
 int schema_validate(const cJSON *schema, const cJSON *value, const char *root,
                     struct schema_report *rep)
 {
-    struct path path;
+    struct schema_path path;
     struct vctx c;
     char want[96] = "object";
     const cJSON *type;
@@ -804,362 +763,4 @@ int schema_validate(const cJSON *schema, const cJSON *value, const char *root,
     }
     rep->count = c.count;
     return c.count ? -1 : 0;
-}
-
-/* ---- schema_check ---- */
-
-enum kw_kind {
-    KW_TYPE,
-    KW_PROPERTIES,
-    KW_REQUIRED,
-    KW_SCHEMA, /* a schema: an object or a boolean */
-    KW_ENUM,
-    KW_ANY,
-    KW_NUMBER,
-    KW_COUNT, /* a non-negative integer */
-    KW_SCHEMA_LIST,
-    KW_STRING,
-    KW_BOOL,
-    KW_ARRAY,
-    KW_UNSUPPORTED,
-};
-
-static const struct {
-    const char *name;
-    enum kw_kind kind;
-} keyword_table[] = {
-    {"type", KW_TYPE},
-    {"properties", KW_PROPERTIES},
-    {"required", KW_REQUIRED},
-    {"additionalProperties", KW_SCHEMA},
-    {"items", KW_SCHEMA},
-    {"enum", KW_ENUM},
-    {"const", KW_ANY},
-    {"default", KW_ANY},
-    {"minimum", KW_NUMBER},
-    {"maximum", KW_NUMBER},
-    {"exclusiveMinimum", KW_NUMBER},
-    {"exclusiveMaximum", KW_NUMBER},
-    {"minLength", KW_COUNT},
-    {"maxLength", KW_COUNT},
-    {"minItems", KW_COUNT},
-    {"maxItems", KW_COUNT},
-    {"oneOf", KW_SCHEMA_LIST},
-    {"anyOf", KW_SCHEMA_LIST},
-    {"title", KW_STRING},
-    {"description", KW_STRING},
-    {"$comment", KW_STRING},
-    {"$schema", KW_STRING},
-    {"$id", KW_STRING},
-    {"format", KW_STRING},
-    {"deprecated", KW_BOOL},
-    {"readOnly", KW_BOOL},
-    {"writeOnly", KW_BOOL},
-    {"examples", KW_ARRAY},
-    /* Real JSON Schema keywords this validator does not implement: a schema using one would
-     * silently accept what its author meant to refuse, so it is refused instead. */
-    {"pattern", KW_UNSUPPORTED},
-    {"patternProperties", KW_UNSUPPORTED},
-    {"allOf", KW_UNSUPPORTED},
-    {"not", KW_UNSUPPORTED},
-    {"$ref", KW_UNSUPPORTED},
-    {"$defs", KW_UNSUPPORTED},
-    {"definitions", KW_UNSUPPORTED},
-    {"if", KW_UNSUPPORTED},
-    {"then", KW_UNSUPPORTED},
-    {"else", KW_UNSUPPORTED},
-    {"prefixItems", KW_UNSUPPORTED},
-    {"uniqueItems", KW_UNSUPPORTED},
-    {"multipleOf", KW_UNSUPPORTED},
-    {"propertyNames", KW_UNSUPPORTED},
-    {"dependentRequired", KW_UNSUPPORTED},
-    {"dependentSchemas", KW_UNSUPPORTED},
-    {"minProperties", KW_UNSUPPORTED},
-    {"maxProperties", KW_UNSUPPORTED},
-    {"contains", KW_UNSUPPORTED},
-    {"unevaluatedProperties", KW_UNSUPPORTED},
-    {"unevaluatedItems", KW_UNSUPPORTED},
-};
-
-#define N_KEYWORDS (sizeof(keyword_table) / sizeof(keyword_table[0]))
-
-struct cctx {
-    struct path path; /* ".properties.depth.type"; shown without the leading dot */
-    struct errinfo *err;
-    int depth;
-};
-
-static int check_fail(struct cctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int check_fail(struct cctx *c, const char *fmt, ...)
-{
-    char rule[SCHEMA_MSG_MAX];
-    const char *prefix;
-    const char *where = c->path.len ? shown_path(&c->path, &prefix) : "schema";
-    va_list ap;
-
-    if (!c->path.len)
-        prefix = "";
-    if (where[0] == '.' && !prefix[0])
-        where++;
-    va_start(ap, fmt);
-    vsnprintf(rule, sizeof(rule), fmt, ap);
-    va_end(ap);
-    errinfo_set(c->err, ERR_INVALID, "%s%s: %s", prefix, where, rule);
-    return -1;
-}
-
-static int check_schema(struct cctx *c, const cJSON *schema);
-
-/* The first member name that occurs twice in obj, or NULL. Schemas are small: O(n^2). */
-static const char *duplicate_key(const cJSON *obj)
-{
-    for (const cJSON *a = obj->child; a; a = a->next) {
-        for (const cJSON *b = a->next; b; b = b->next) {
-            if (a->string && b->string && strcmp(a->string, b->string) == 0)
-                return a->string;
-        }
-    }
-    return NULL;
-}
-
-static int check_type_keyword(struct cctx *c, const cJSON *k)
-{
-    unsigned seen = 0, bit;
-    const cJSON *t;
-    char q[2 * VALUE_CUT];
-
-    if (cJSON_IsString(k)) {
-        if (!type_bit_of_name(k->valuestring))
-            return check_fail(c, "unknown type \"%s\"", quoted(k->valuestring, q, sizeof(q)));
-        return 0;
-    }
-    if (!cJSON_IsArray(k) || !k->child)
-        return check_fail(c, "must be a type name or a non-empty array of type names");
-    cJSON_ArrayForEach(t, k)
-    {
-        if (!cJSON_IsString(t))
-            return check_fail(c, "must be a type name or a non-empty array of type names");
-        bit = type_bit_of_name(t->valuestring);
-        if (!bit)
-            return check_fail(c, "unknown type \"%s\"", quoted(t->valuestring, q, sizeof(q)));
-        if (seen & bit)
-            return check_fail(c, "type \"%s\" is listed twice", t->valuestring);
-        seen |= bit;
-    }
-    return 0;
-}
-
-static int check_properties(struct cctx *c, const cJSON *k)
-{
-    const cJSON *p;
-    size_t old;
-    char q[2 * VALUE_CUT];
-
-    if (!cJSON_IsObject(k))
-        return check_fail(c, "must be an object mapping names to schemas");
-    if (duplicate_key(k))
-        return check_fail(c, "property \"%s\" is declared twice",
-                          quoted(duplicate_key(k), q, sizeof(q)));
-    cJSON_ArrayForEach(p, k)
-    {
-        old = path_push_key(&c->path, p->string);
-        if (check_schema(c, p) != 0)
-            return -1;
-        path_pop(&c->path, old);
-    }
-    return 0;
-}
-
-static int check_required_keyword(struct cctx *c, const cJSON *k)
-{
-    const cJSON *r, *q;
-    char name[2 * VALUE_CUT];
-
-    if (!cJSON_IsArray(k))
-        return check_fail(c, "must be an array of property names");
-    cJSON_ArrayForEach(r, k)
-    {
-        if (!cJSON_IsString(r))
-            return check_fail(c, "must be an array of property names");
-        for (q = r->next; q; q = q->next) {
-            if (cJSON_IsString(q) && strcmp(q->valuestring, r->valuestring) == 0)
-                return check_fail(c, "\"%s\" is listed twice",
-                                  quoted(r->valuestring, name, sizeof(name)));
-        }
-    }
-    return 0;
-}
-
-static int check_schema_list(struct cctx *c, const cJSON *k)
-{
-    const cJSON *alt;
-    size_t i = 0, old;
-
-    if (!cJSON_IsArray(k) || !k->child)
-        return check_fail(c, "must be a non-empty array of schemas");
-    cJSON_ArrayForEach(alt, k)
-    {
-        old = path_push_index(&c->path, i++);
-        if (check_schema(c, alt) != 0)
-            return -1;
-        path_pop(&c->path, old);
-    }
-    return 0;
-}
-
-static int check_keyword(struct cctx *c, const cJSON *k)
-{
-    size_t i;
-
-    for (i = 0; i < N_KEYWORDS; i++) {
-        if (strcmp(k->string, keyword_table[i].name) == 0)
-            break;
-    }
-    if (i == N_KEYWORDS)
-        return check_fail(c, "unknown keyword");
-    switch (keyword_table[i].kind) {
-    case KW_TYPE:
-        return check_type_keyword(c, k);
-    case KW_PROPERTIES:
-        return check_properties(c, k);
-    case KW_REQUIRED:
-        return check_required_keyword(c, k);
-    case KW_SCHEMA:
-        if (!cJSON_IsBool(k) && !cJSON_IsObject(k))
-            return check_fail(c, "must be a schema (an object or a boolean)");
-        return check_schema(c, k);
-    case KW_ENUM:
-        if (!cJSON_IsArray(k) || !k->child)
-            return check_fail(c, "must be a non-empty array");
-        return 0;
-    case KW_ANY:
-        return 0;
-    case KW_NUMBER:
-        return cJSON_IsNumber(k) && isfinite(k->valuedouble) ? 0
-                                                             : check_fail(c, "must be a number");
-    case KW_COUNT:
-        if (!cJSON_IsNumber(k) || !is_safe_whole(k->valuedouble) || k->valuedouble < 0)
-            return check_fail(c, "must be a non-negative integer");
-        return 0;
-    case KW_SCHEMA_LIST:
-        return check_schema_list(c, k);
-    case KW_STRING:
-        return cJSON_IsString(k) ? 0 : check_fail(c, "must be a string");
-    case KW_BOOL:
-        return cJSON_IsBool(k) ? 0 : check_fail(c, "must be true or false");
-    case KW_ARRAY:
-        return cJSON_IsArray(k) ? 0 : check_fail(c, "must be an array");
-    case KW_UNSUPPORTED:
-        return check_fail(c, "keyword not supported by this validator");
-    }
-    return check_fail(c, "unknown keyword");
-}
-
-static int check_order(struct cctx *c, const cJSON *lo, const cJSON *hi)
-{
-    if (lo && hi && lo->valuedouble > hi->valuedouble)
-        return check_fail(c, "%s is greater than %s", lo->string, hi->string);
-    return 0;
-}
-
-/* A value the schema itself names must pass it: the default entirely, an enum member (when
- * type is given) its type. */
-static int check_own_value(struct cctx *c, const cJSON *schema, const cJSON *v, const char *what,
-                           const cJSON *type)
-{
-    struct path path;
-    struct vctx sub;
-
-    memset(&sub, 0, sizeof(sub));
-    sub.path = &path;
-    path.len = (size_t)snprintf(path.buf, sizeof(path.buf), "%s", what);
-    if (type) {
-        if (!check_type(&sub, type, v))
-            return check_fail(c, "%s", sub.first);
-        return 0;
-    }
-    validate(&sub, schema, v);
-    if (sub.count)
-        return check_fail(c, "%s", sub.first);
-    return 0;
-}
-
-static int check_consistency(struct cctx *c, const cJSON *schema)
-{
-    struct keywords kw;
-    const cJSON *r, *e, *def;
-    size_t i = 0;
-    char what[32], q[2 * VALUE_CUT];
-
-    gather(schema, &kw);
-    if (check_order(c, kw.minimum, kw.maximum) || check_order(c, kw.minlen, kw.maxlen) ||
-        check_order(c, kw.minitems, kw.maxitems))
-        return -1;
-    if (cJSON_IsFalse(kw.additional) && kw.required) {
-        cJSON_ArrayForEach(r, kw.required)
-        {
-            if (!cJSON_GetObjectItemCaseSensitive(kw.properties, r->valuestring))
-                return check_fail(c,
-                                  "required property \"%s\" is not declared in properties, "
-                                  "and additionalProperties is false",
-                                  quoted(r->valuestring, q, sizeof(q)));
-        }
-    }
-    if (kw.enumv && kw.type) {
-        cJSON_ArrayForEach(e, kw.enumv)
-        {
-            snprintf(what, sizeof(what), "enum[%zu]", i++);
-            if (check_own_value(c, schema, e, what, kw.type) != 0)
-                return -1;
-        }
-    }
-    def = cJSON_GetObjectItemCaseSensitive(schema, "default");
-    if (def)
-        return check_own_value(c, schema, def, "default", NULL);
-    return 0;
-}
-
-static int check_schema(struct cctx *c, const cJSON *schema)
-{
-    const cJSON *k;
-    size_t old;
-    int rc = 0;
-    char q[2 * VALUE_CUT];
-
-    if (cJSON_IsBool(schema))
-        return 0;
-    if (!cJSON_IsObject(schema))
-        return check_fail(c, "must be a schema (an object or a boolean)");
-    if (c->depth >= SCHEMA_MAX_DEPTH)
-        return check_fail(c, "schema nests deeper than %d levels", SCHEMA_MAX_DEPTH);
-    if (duplicate_key(schema))
-        return check_fail(c, "keyword \"%s\" appears twice",
-                          quoted(duplicate_key(schema), q, sizeof(q)));
-    c->depth++;
-    cJSON_ArrayForEach(k, schema)
-    {
-        old = path_push_key(&c->path, k->string);
-        rc = check_keyword(c, k);
-        if (rc != 0)
-            break;
-        path_pop(&c->path, old);
-    }
-    if (rc == 0)
-        rc = check_consistency(c, schema);
-    c->depth--;
-    return rc;
-}
-
-int schema_check(const cJSON *schema, struct errinfo *err)
-{
-    struct cctx c;
-
-    memset(&c, 0, sizeof(c));
-    c.err = err;
-    if (!schema) {
-        errinfo_set(err, ERR_INVALID, "schema: missing");
-        return -1;
-    }
-    return check_schema(&c, schema);
 }

@@ -25,6 +25,7 @@
 #include <civetweb.h>
 
 #include "catalog.h"
+#include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "schema.h"
@@ -102,29 +103,30 @@ static int send_json(struct mg_connection *conn, int status, const char *body, s
 static int send_error_ex(struct mg_connection *conn, int status, const char *msg,
                          const struct schema_report *rep, const char *hname, const char *hval)
 {
-    struct api_buf b = {.max = 1u << 20};
+    struct jsonbuf b;
     static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
     int rc = 0;
 
-    rc |= api_buf_add(&b, "{\"ok\":false,\"error\":", 20, NULL);
-    rc |= api_buf_add_json_string(&b, msg, strlen(msg), NULL);
+    jsonbuf_init(&b, 1u << 20);
+    rc |= jsonbuf_put(&b, "{\"ok\":false,\"error\":", 20, NULL);
+    rc |= jsonbuf_put_json_string(&b, msg, strlen(msg), NULL);
     if (rep) {
         size_t n = rep->count < SCHEMA_MAX_ERRORS ? rep->count : SCHEMA_MAX_ERRORS;
 
-        rc |= api_buf_add(&b, ",\"details\":[", 12, NULL);
+        rc |= jsonbuf_put(&b, ",\"details\":[", 12, NULL);
         for (size_t i = 0; i < n; i++) {
             if (i)
-                rc |= api_buf_add(&b, ",", 1, NULL);
-            rc |= api_buf_add_json_string(&b, rep->msgs[i], strlen(rep->msgs[i]), NULL);
+                rc |= jsonbuf_put(&b, ",", 1, NULL);
+            rc |= jsonbuf_put_json_string(&b, rep->msgs[i], strlen(rep->msgs[i]), NULL);
         }
-        rc |= api_buf_add(&b, "]", 1, NULL);
+        rc |= jsonbuf_put(&b, "]", 1, NULL);
     }
-    rc |= api_buf_add(&b, "}", 1, NULL);
+    rc |= jsonbuf_put(&b, "}", 1, NULL);
     if (rc)
         send_json(conn, 503, oom, sizeof(oom) - 1, NULL, NULL);
     else
         send_json(conn, status, b.data, b.len, hname, hval);
-    api_buf_cleanup(&b);
+    jsonbuf_cleanup(&b);
     return status;
 }
 
@@ -143,32 +145,33 @@ static int send_errinfo(struct mg_connection *conn, const struct errinfo *err)
 
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
-    struct api_buf b = {.max = 1u << 16};
+    struct jsonbuf b;
     char head[160];
     int n, rc = 0;
 
+    jsonbuf_init(&b, 1u << 16);
     n = snprintf(head, sizeof(head),
                  "{\"ok\":true,\"service\":\"runboxd\",\"version\":\"%s\",\"pid\":%ld,"
                  "\"port\":%d,\"workspace\":",
                  RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port));
-    rc |= api_buf_add(&b, head, (size_t)n, NULL);
-    rc |= api_buf_add_json_string(&b, a->workspace, strlen(a->workspace), NULL);
+    rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
+    rc |= jsonbuf_put_json_string(&b, a->workspace, strlen(a->workspace), NULL);
     n = snprintf(head, sizeof(head),
                  ",\"fsync\":%s,\"allow_network\":%s,\"sandbox\":"
                  "{\"available\":%s,\"bwrap\":",
                  a->fsync ? "true" : "false", a->allow_network ? "true" : "false",
                  a->bwrap ? "true" : "false");
-    rc |= api_buf_add(&b, head, (size_t)n, NULL);
+    rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     if (a->bwrap)
-        rc |= api_buf_add_json_string(&b, a->bwrap, strlen(a->bwrap), NULL);
+        rc |= jsonbuf_put_json_string(&b, a->bwrap, strlen(a->bwrap), NULL);
     else
-        rc |= api_buf_add(&b, "null", 4, NULL);
-    rc |= api_buf_add(&b, "},\"studio\":{\"connected\":false,\"instances\":[]}}", 46, NULL);
+        rc |= jsonbuf_put(&b, "null", 4, NULL);
+    rc |= jsonbuf_put(&b, "},\"studio\":{\"connected\":false,\"instances\":[]}}", 46, NULL);
     if (rc)
         n = send_error(conn, 503, "out of memory");
     else
         n = send_json(conn, 200, b.data, b.len, NULL, NULL);
-    api_buf_cleanup(&b);
+    jsonbuf_cleanup(&b);
     return n;
 }
 
@@ -270,33 +273,34 @@ static int parse_args(struct mg_connection *conn, const char *body, size_t len, 
 static int send_tool_answer(struct mg_connection *conn, const char *id,
                             const struct tools_result *res, const struct errinfo *terr)
 {
-    struct api_buf b = {.max = API_RESPONSE_MAX};
+    struct jsonbuf b;
     struct errinfo err = {0};
     int rc = 0;
 
-    if (api_buf_reserve(&b, (res ? res->len + res->len / 16 : 256) + 64, &err) < 0)
+    jsonbuf_init(&b, API_RESPONSE_MAX);
+    if (jsonbuf_reserve(&b, (res ? res->len + res->len / 16 : 256) + 64, &err) < 0)
         goto fail;
-    rc |= api_buf_add(&b, res ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", res ? 17 : 18,
+    rc |= jsonbuf_put(&b, res ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", res ? 17 : 18,
                       &err);
-    rc |= api_buf_add(&b, id, strlen(id), &err);
+    rc |= jsonbuf_put(&b, id, strlen(id), &err);
     if (res) {
-        rc |= api_buf_add(&b, "\",\"result\":", 11, &err);
+        rc |= jsonbuf_put(&b, "\",\"result\":", 11, &err);
         if (res->is_json)
-            rc |= api_buf_add(&b, res->data, res->len, &err);
+            rc |= jsonbuf_put(&b, res->data, res->len, &err);
         else
-            rc |= api_buf_add_json_string(&b, res->data, res->len, &err);
+            rc |= jsonbuf_put_json_string(&b, res->data, res->len, &err);
     } else {
-        rc |= api_buf_add(&b, "\",\"error\":", 10, &err);
-        rc |= api_buf_add_json_string(&b, terr->msg, strlen(terr->msg), &err);
+        rc |= jsonbuf_put(&b, "\",\"error\":", 10, &err);
+        rc |= jsonbuf_put_json_string(&b, terr->msg, strlen(terr->msg), &err);
     }
-    rc |= api_buf_add(&b, "}", 1, &err);
+    rc |= jsonbuf_put(&b, "}", 1, &err);
     if (rc)
         goto fail;
     send_json(conn, 200, b.data, b.len, NULL, NULL);
-    api_buf_cleanup(&b);
+    jsonbuf_cleanup(&b);
     return 200;
 fail:
-    api_buf_cleanup(&b);
+    jsonbuf_cleanup(&b);
     return send_errinfo(conn, &err);
 }
 
@@ -566,12 +570,13 @@ static int probe_port(const char *bind_addr, int port, struct errinfo *err)
 
 static int build_tools_json(struct api *a, struct errinfo *err)
 {
-    struct api_buf b = {.max = 64u << 20};
+    struct jsonbuf b;
     const char *arr = catalog_tools_json(a->cat);
 
-    if (api_buf_add(&b, "{\"tools\":", 9, err) < 0 || api_buf_add(&b, arr, strlen(arr), err) < 0 ||
-        api_buf_add(&b, "}", 1, err) < 0) {
-        api_buf_cleanup(&b);
+    jsonbuf_init(&b, 64u << 20);
+    if (jsonbuf_put(&b, "{\"tools\":", 9, err) < 0 || jsonbuf_put(&b, arr, strlen(arr), err) < 0 ||
+        jsonbuf_put(&b, "}", 1, err) < 0) {
+        jsonbuf_cleanup(&b);
         return -1;
     }
     a->tools_json = b.data;

@@ -68,24 +68,4 @@ bool api_content_type_ok(const char *ctype);
 /* True when the Authorization header carries "Bearer <token>"; constant time in the token. */
 bool api_token_ok(const char *authorization, const char *token);
 
-/* A growable response buffer with a ceiling (STYLE §5). Storage is the caller's; data is
- * malloc'd (free it, or api_buf_cleanup). */
-struct api_buf {
-    char *data;
-    size_t len, cap;
-    size_t max; /* most bytes the buffer may hold */
-};
-
-void api_buf_cleanup(struct api_buf *b); /* frees data; safe on a zeroed struct */
-
-/* Makes room for extra more bytes (and a NUL). -1 with ERR_TOO_LARGE past max, ERR_NOMEM. */
-int api_buf_reserve(struct api_buf *b, size_t extra, struct errinfo *err);
-
-/* Appends s[0..slen). -1 with ERR_TOO_LARGE past max, ERR_NOMEM when malloc fails. */
-int api_buf_add(struct api_buf *b, const char *s, size_t slen, struct errinfo *err);
-
-/* Appends s[0..slen) as a JSON string (quotes included). Invalid UTF-8 becomes U+FFFD, so the
- * output is always valid JSON text. */
-int api_buf_add_json_string(struct api_buf *b, const char *s, size_t slen, struct errinfo *err);
-
 #endif /* DAEMON_API_H */

@@ -1,6 +1,6 @@
 /* daemon/api_checks.c - the pure parts of the HTTP API (see api.h): the errinfo-to-status table,
- * the Host/Origin/Content-Type/token checks, and the bounded JSON response buffer. No I/O, no
- * state: the unit test drives them directly. */
+ * and the Host/Origin/Content-Type/token checks. No I/O, no state: the unit test drives them
+ * directly. (Response bodies are built with common/jsonbuf.h.) */
 #include "api.h"
 
 #include <errno.h>
@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include "tools.h"
 
 /* ---- the one table: request-level errinfo kinds to HTTP statuses ---- */
 
@@ -28,132 +26,6 @@ int api_status_for(enum errinfo_kind kind)
         if (status_table[i].kind == kind)
             return status_table[i].status;
     return 500;
-}
-
-/* ---- buffers and JSON strings ---- */
-
-void api_buf_cleanup(struct api_buf *b)
-{
-    free(b->data);
-    b->data = NULL;
-    b->len = b->cap = 0;
-}
-
-int api_buf_reserve(struct api_buf *b, size_t extra, struct errinfo *err)
-{
-    size_t need = b->len + extra + 1, cap;
-    char *p;
-
-    if (extra > b->max || b->len + extra > b->max) {
-        errinfo_set(err, ERR_TOO_LARGE, "response larger than %zu bytes", b->max);
-        return -1;
-    }
-    if (need <= b->cap)
-        return 0;
-    cap = b->cap ? b->cap : 256;
-    while (cap < need)
-        cap *= 2;
-    p = realloc(b->data, cap);
-    if (!p) {
-        errinfo_set(err, ERR_NOMEM, "out of memory for a %zu-byte response", cap);
-        return -1;
-    }
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
-
-int api_buf_add(struct api_buf *b, const char *s, size_t slen, struct errinfo *err)
-{
-    if (api_buf_reserve(b, slen, err) < 0)
-        return -1;
-    memcpy(b->data + b->len, s, slen);
-    b->len += slen;
-    b->data[b->len] = '\0';
-    return 0;
-}
-
-/* Bytes of the valid UTF-8 sequence at s[0..n) (n > 0, s[0] >= 0x80), or 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    size_t want = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : 2;
-
-    if (tools_utf8_valid_prefix((const char *)s, want <= n ? want : n) == 0)
-        return 0;
-    return want <= n ? want : 0;
-}
-
-/* The JSON escape of an ASCII byte that cannot appear raw in a string; returns its length. */
-static size_t escape_ascii(unsigned char c, char esc[8])
-{
-    static const char hex[] = "0123456789abcdef";
-
-    esc[0] = '\\';
-    switch (c) {
-    case '"':
-        esc[1] = '"';
-        return 2;
-    case '\\':
-        esc[1] = '\\';
-        return 2;
-    case '\n':
-        esc[1] = 'n';
-        return 2;
-    case '\r':
-        esc[1] = 'r';
-        return 2;
-    case '\t':
-        esc[1] = 't';
-        return 2;
-    default:
-        memcpy(esc + 1, "u00", 3);
-        esc[4] = hex[c >> 4];
-        esc[5] = hex[c & 15];
-        return 6;
-    }
-}
-
-int api_buf_add_json_string(struct api_buf *b, const char *str, size_t slen, struct errinfo *err)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-
-    /* Room for the common case up front; a miss only means more growing below. */
-    if (slen + slen / 8 + 2 <= b->max - b->len)
-        (void)api_buf_reserve(b, slen + slen / 8 + 2, NULL);
-    if (api_buf_add(b, "\"", 1, err) < 0)
-        return -1;
-    while (i < slen) {
-        size_t run = i, n;
-        char esc[8];
-
-        /* Copy runs of bytes that need no escaping in one go. */
-        while (run < slen && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
-            run++;
-        if (run > i && api_buf_add(b, str + i, run - i, err) < 0)
-            return -1;
-        i = run;
-        if (i >= slen)
-            break;
-        if (s[i] >= 0x80) {
-            n = utf8_seq(s + i, slen - i);
-            if (n == 0) {
-                if (api_buf_add(b, "\\ufffd", 6, err) < 0)
-                    return -1;
-                i++;
-            } else {
-                if (api_buf_add(b, str + i, n, err) < 0)
-                    return -1;
-                i += n;
-            }
-            continue;
-        }
-        n = escape_ascii((unsigned char)str[i], esc);
-        if (api_buf_add(b, esc, n, err) < 0)
-            return -1;
-        i++;
-    }
-    return api_buf_add(b, "\"", 1, err);
 }
 
 /* ---- the checks (pure) ---- */

@@ -55,10 +55,6 @@ int tools_remove(const struct tools_ctx *ctx, const cJSON *args, struct tools_re
 int tools_search(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
                  struct errinfo *err);
 
-/* Pure. Checks that s[0..len) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
- * Returns len when it is, else the offset of the first byte of the first bad sequence. */
-size_t tools_utf8_valid_prefix(const char *s, size_t len);
-
 /* Pure. Base64 (RFC 4648, padding optional, whitespace ignored) into an owned buffer
  * (free with free()); fails with ERR_INVALID naming the position of the first bad character. */
 int tools_base64_decode(const char *in, size_t len, char **out, size_t *outlen,

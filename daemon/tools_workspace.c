@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "utf8.h"
 #include "vfs.h"
 
 /* ---- arguments (already validated against the schema; these apply the defaults) ---- */
@@ -83,65 +84,7 @@ static int set_json(struct tools_result *out, cJSON *obj, struct errinfo *err)
     return 0;
 }
 
-/* ---- UTF-8 and base64 ---- */
-
-/* Length of the sequence that lead byte c starts, 0 for a byte that cannot start one. */
-static size_t utf8_seq_len(unsigned char c)
-{
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        return 2;
-    if (c >= 0xE0 && c <= 0xEF)
-        return 3;
-    if (c >= 0xF0 && c <= 0xF4)
-        return 4;
-    return 0;
-}
-
-size_t tools_utf8_valid_prefix(const char *str, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-
-    while (i < len) {
-        size_t n;
-
-        if (s[i] < 0x80) { /* the common case: runs of ASCII */
-            i++;
-            continue;
-        }
-        n = utf8_seq_len(s[i]);
-        if (n == 0 || i + n > len)
-            return i;
-        for (size_t k = 1; k < n; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        /* Overlong 3/4-byte forms, surrogates and code points past U+10FFFF. */
-        if ((s[i] == 0xE0 && s[i + 1] < 0xA0) || (s[i] == 0xED && s[i + 1] > 0x9F) ||
-            (s[i] == 0xF0 && s[i + 1] < 0x90) || (s[i] == 0xF4 && s[i + 1] > 0x8F))
-            return i;
-        i += n;
-    }
-    return len;
-}
-
-/* Where a cut after s[0..len) should be so that no character is split: len, or the start of a
- * last sequence that the cut left incomplete. */
-static size_t utf8_cut(const char *str, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = len;
-
-    while (i > 0 && len - i < 3 && (s[i - 1] & 0xC0) == 0x80)
-        i--;
-    if (i == 0)
-        return len;
-    i--; /* s[i] is the candidate lead byte */
-    if (utf8_seq_len(s[i]) > len - i)
-        return i;
-    return len;
-}
+/* ---- base64 ---- */
 
 static const char b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -277,12 +220,12 @@ static int read_text(const char *path, const struct vfs_data *d, struct tools_re
 
     /* An offset in the middle of a character: start at the next character. */
     if (d->offset > 0)
-        while (start < end && start < 3 && (d->data[start] & 0xC0) == 0x80)
+        while (start < end && start < 3 && utf8_is_cont((unsigned char)d->data[start]))
             start++;
     /* A read cut short by length or the read cap: end before a split character. */
     if (d->truncated)
         end = start + utf8_cut(d->data + start, end - start);
-    bad = start + tools_utf8_valid_prefix(d->data + start, end - start);
+    bad = start + utf8_valid_prefix(d->data + start, end - start);
     if (bad < end) {
         errinfo_set(err, ERR_INVALID,
                     "%.1024s is not UTF-8 text (%" PRIu64

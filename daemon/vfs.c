@@ -1,5 +1,6 @@
 /* daemon/vfs.c - the workspace: path normalization, confined open, read, atomic write, list,
- * remove, and the lifecycle of the root directory (see vfs.h for the contract).
+ * remove, and opening and freeing the root (see vfs.h for the contract). Whole-tree work
+ * (recursive remove, :memory: directories, reading a directory's names) is in vfs_tree.c.
  *
  * Design: a vfs is a root directory fd (O_PATH) plus immutable options, so any thread may use it
  * without a lock. Every tool path goes through vfs_normalize() (pure, lexical) and is then opened
@@ -13,11 +14,9 @@
 #include "vfs.h"
 #include "vfs_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +28,8 @@
 
 #include "log.h"
 
-#define MEM_PREFIX       "runbox-mem-"
-#define OPEN_RETRIES     8   /* openat2 gives EAGAIN when a rename races RESOLVE_IN_ROOT */
-#define REMOVE_DEPTH_MAX 256 /* a recursive remove holds one fd per level */
-#define TEMP_TRIES       16
-#define VP               "%.180s" /* a VFS path in a message, leaving room for the advice */
+#define OPEN_RETRIES 8 /* openat2 gives EAGAIN when a rename races RESOLVE_IN_ROOT */
+#define TEMP_TRIES   16
 
 struct vfs {
     int root_fd;     /* O_PATH|O_DIRECTORY */
@@ -129,35 +125,35 @@ void vfs_path_error(struct errinfo *err, const char *vpath, int e)
 
     switch (e) {
     case ENOENT:
-        errinfo_set(err, ERR_NOT_FOUND, VP ": no such file or directory", vpath);
+        errinfo_set(err, ERR_NOT_FOUND, VFS_VP ": no such file or directory", vpath);
         break;
     case ENOTDIR:
-        errinfo_set(err, ERR_NOT_FOUND, VP ": no such file or directory (a parent is a file)",
+        errinfo_set(err, ERR_NOT_FOUND, VFS_VP ": no such file or directory (a parent is a file)",
                     vpath);
         break;
     case ELOOP:
-        errinfo_set(err, ERR_INVALID, VP ": too many levels of symbolic links", vpath);
+        errinfo_set(err, ERR_INVALID, VFS_VP ": too many levels of symbolic links", vpath);
         break;
     case ENAMETOOLONG:
-        errinfo_set(err, ERR_TOO_LARGE, VP ": path too long", vpath);
+        errinfo_set(err, ERR_TOO_LARGE, VFS_VP ": path too long", vpath);
         break;
     case EACCES:
     case EPERM:
-        errinfo_set(err, ERR_DENIED, VP ": permission denied", vpath);
+        errinfo_set(err, ERR_DENIED, VFS_VP ": permission denied", vpath);
         break;
     case ENOSPC:
     case EDQUOT:
-        errinfo_set(err, ERR_TOO_LARGE, VP ": the workspace's disk is full", vpath);
+        errinfo_set(err, ERR_TOO_LARGE, VFS_VP ": the workspace's disk is full", vpath);
         break;
     case EXDEV:
-        errinfo_set(err, ERR_DENIED, VP ": leads outside the workspace", vpath);
+        errinfo_set(err, ERR_DENIED, VFS_VP ": leads outside the workspace", vpath);
         break;
     case ENXIO:
-        errinfo_set(err, ERR_INVALID, VP ": is a socket or device, not a regular file", vpath);
+        errinfo_set(err, ERR_INVALID, VFS_VP ": is a socket or device, not a regular file", vpath);
         break;
     default:
         errno = e;
-        errinfo_sys(err, VP, vpath);
+        errinfo_sys(err, VFS_VP, vpath);
         break;
     }
     if (fresh)
@@ -197,205 +193,6 @@ static void parent_of(const char *norm, char *parent)
     parent[plen] = '\0';
 }
 
-/* ---- recursive removal (also used for :memory: roots) ---- */
-
-struct rm_ctx {
-    dev_t dev;
-    uint64_t removed;
-    const char *top; /* VFS path named in messages */
-    struct errinfo *err;
-};
-
-struct namelist {
-    char **names;
-    size_t n, cap;
-};
-
-static void namelist_free(struct namelist *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->names[i]);
-    free(l->names);
-    memset(l, 0, sizeof(*l));
-}
-
-static int namelist_push(struct namelist *l, const char *name)
-{
-    char *copy;
-
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 32;
-        char **grown = realloc(l->names, cap * sizeof(*grown));
-
-        if (!grown)
-            return -1;
-        l->names = grown;
-        l->cap = cap;
-    }
-    copy = strdup(name);
-    if (!copy)
-        return -1;
-    l->names[l->n++] = copy;
-    return 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorts l and keeps its first keep names. */
-static void namelist_sort_keep(struct namelist *l, size_t keep)
-{
-    if (l->n > 1) /* qsort(NULL, 0, ...) is undefined behaviour */
-        qsort(l->names, l->n, sizeof(*l->names), cmp_name);
-    while (l->n > keep)
-        free(l->names[--l->n]);
-}
-
-/* Reads the names in the directory dfd (borrowed), "." and ".." left out. With keep > 0 only the
- * keep smallest names are kept (sorted) and *total counts all of them; the list is compacted
- * whenever it doubles, so memory stays bounded by 2 * keep names. */
-static int read_names(int dfd, size_t keep, struct namelist *l, size_t *total)
-{
-    int fd = dup(dfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    int rc = -1;
-
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    rewinddir(d);
-    for (;;) {
-        struct dirent *de;
-
-        errno = 0;
-        de = readdir(d);
-        if (!de)
-            break;
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (total)
-            (*total)++;
-        if (namelist_push(l, de->d_name) < 0)
-            goto out;
-        if (keep && l->n >= 2 * keep)
-            namelist_sort_keep(l, keep);
-    }
-    if (errno)
-        goto out;
-    if (keep)
-        namelist_sort_keep(l, keep);
-    rc = 0;
-out:
-    closedir(d);
-    return rc;
-}
-
-static int rm_fail(struct rm_ctx *c, const char *name, const char *why)
-{
-    if (why)
-        errinfo_set(c->err, ERR_DENIED, VP ": cannot remove \"%.60s\" inside: %s", c->top, name,
-                    why);
-    else
-        errinfo_sys(c->err, VP ": cannot remove \"%.60s\" inside", c->top, name);
-    return -1;
-}
-
-/* Removes everything inside the directory dfd (borrowed), depth levels below the top. Never
- * follows a symlink (each step is an *at() call on a bare name with O_NOFOLLOW) and never
- * enters a directory on another file system. */
-static int rm_contents(int dfd, struct rm_ctx *c, int depth)
-{
-    struct namelist l = {0};
-    int rc = -1;
-
-    if (read_names(dfd, 0, &l, NULL) < 0) {
-        errinfo_sys(c->err, VP ": cannot read a directory inside", c->top);
-        goto out;
-    }
-    for (size_t i = 0; i < l.n; i++) {
-        const char *name = l.names[i];
-        struct stat st;
-        int cfd;
-
-        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            if (errno == ENOENT)
-                continue;
-            rm_fail(c, name, NULL);
-            goto out;
-        }
-        if (!S_ISDIR(st.st_mode)) {
-            if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT) {
-                rm_fail(c, name, NULL);
-                goto out;
-            }
-            c->removed++;
-            continue;
-        }
-        if (depth >= REMOVE_DEPTH_MAX) {
-            rm_fail(c, name, "directories nested too deep");
-            goto out;
-        }
-        cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cfd < 0) {
-            rm_fail(c, name, NULL);
-            goto out;
-        }
-        /* Checked on the opened fd, so a swap after fstatat cannot lead into a mount. */
-        if (fstat(cfd, &st) < 0 || st.st_dev != c->dev) {
-            close(cfd);
-            rm_fail(c, name, "it is a mount point of another file system");
-            goto out;
-        }
-        if (rm_contents(cfd, c, depth + 1) < 0) {
-            close(cfd);
-            goto out;
-        }
-        close(cfd);
-        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
-            rm_fail(c, name, NULL);
-            goto out;
-        }
-        c->removed++;
-    }
-    rc = 0;
-out:
-    namelist_free(&l);
-    return rc;
-}
-
-/* Removes the directory name in pfd (borrowed) and everything in it. */
-static int rm_tree_at(int pfd, const char *name, struct rm_ctx *c)
-{
-    struct stat st;
-    int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-    if (dfd < 0) {
-        vfs_path_error(c->err, c->top, errno);
-        return -1;
-    }
-    if (fstat(dfd, &st) < 0 || st.st_dev != c->dev) {
-        close(dfd);
-        errinfo_set(c->err, ERR_DENIED, VP " is a mount point of another file system; not removing",
-                    c->top);
-        return -1;
-    }
-    if (rm_contents(dfd, c, 1) < 0) {
-        close(dfd);
-        return -1;
-    }
-    close(dfd);
-    if (unlinkat(pfd, name, AT_REMOVEDIR) < 0) {
-        vfs_path_error(c->err, c->top, errno);
-        return -1;
-    }
-    c->removed++;
-    return 0;
-}
-
 /* ---- the root: create, :memory:, open, free ---- */
 
 /* mkdir -p with mode for the missing components of the host path dir. */
@@ -428,82 +225,13 @@ out:
     return rc;
 }
 
-/* Removes runbox-mem-<pid>-* directories under base left by daemons that no longer run (killed
- * before vfs_free). The walk is fd-based with O_NOFOLLOW and stays on one file system, so a
- * planted symlink cannot widen what is removed. */
-static void remove_stale_memory_dirs(const char *base)
-{
-    size_t plen = strlen(MEM_PREFIX);
-    struct namelist l = {0};
-    int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-    if (bfd < 0)
-        return;
-    if (read_names(bfd, 0, &l, NULL) < 0)
-        goto out;
-    for (size_t i = 0; i < l.n; i++) {
-        const char *name = l.names[i];
-        struct rm_ctx c = {.top = name};
-        struct stat st;
-        char *end;
-        long pid;
-
-        if (strncmp(name, MEM_PREFIX, plen) != 0)
-            continue;
-        errno = 0;
-        pid = strtol(name + plen, &end, 10);
-        if (errno || end == name + plen || *end != '-' || pid <= 0 || pid == getpid())
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue;
-        /* Root may take any owner's: a daemon started as root hands its directory to the user
-         * it drops to, so its leftovers belong to that user. */
-        if (fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-            (st.st_uid != geteuid() && geteuid() != 0))
-            continue;
-        c.dev = st.st_dev;
-        if (rm_tree_at(bfd, name, &c) == 0)
-            log_info("vfs: removed the stale memory workspace %s/%s of dead pid %ld", base, name,
-                     pid);
-        else
-            log_warn("vfs: cannot remove the stale memory workspace %s/%s", base, name);
-    }
-out:
-    namelist_free(&l);
-    close(bfd);
-}
-
-/* Creates a private directory for a :memory: workspace. Returns its owned path or NULL. */
-static char *make_memory_dir(struct errinfo *err)
-{
-    const char *tmp = getenv("TMPDIR");
-    const char *bases[] = {"/dev/shm", tmp && *tmp == '/' ? tmp : "/tmp", "/tmp"};
-    char path[VFS_PATH_MAX];
-
-    for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
-        struct stat st;
-        int n;
-
-        if (stat(bases[i], &st) < 0 || !S_ISDIR(st.st_mode) || access(bases[i], W_OK) < 0)
-            continue;
-        remove_stale_memory_dirs(bases[i]);
-        n = snprintf(path, sizeof(path), "%s/" MEM_PREFIX "%ld-XXXXXX", bases[i], (long)getpid());
-        if (n < 0 || (size_t)n >= sizeof(path))
-            continue;
-        if (mkdtemp(path))
-            return strdup(path);
-    }
-    errinfo_sys(err, "cannot create a :memory: workspace under /dev/shm, $TMPDIR or /tmp");
-    return NULL;
-}
-
 static int open_root(struct vfs *v, const char *dir, struct errinfo *err)
 {
     struct stat st;
     int fd;
 
     if (v->memory) {
-        v->root_path = make_memory_dir(err);
+        v->root_path = vfs_make_memory_dir(err);
         if (!v->root_path)
             return -1;
     } else {
@@ -561,26 +289,6 @@ struct vfs *vfs_open(const char *dir, const struct vfs_options *opt, struct erri
     return v;
 }
 
-static void remove_memory_root(const struct vfs *v)
-{
-    char *slash = strrchr(v->root_path, '/');
-    struct rm_ctx c = {.dev = v->root_dev, .top = v->root_path};
-    struct errinfo err = {0};
-    int bfd;
-
-    if (!slash || slash == v->root_path)
-        return;
-    *slash = '\0';
-    bfd = open(v->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    *slash = '/';
-    c.err = &err;
-    if (bfd < 0 || rm_tree_at(bfd, slash + 1, &c) < 0)
-        log_warn("vfs: cannot remove the memory workspace %s: %s", v->root_path,
-                 bfd < 0 ? strerror(errno) : err.msg);
-    if (bfd >= 0)
-        close(bfd);
-}
-
 void vfs_free(struct vfs *v)
 {
     if (!v)
@@ -588,7 +296,7 @@ void vfs_free(struct vfs *v)
     if (v->root_fd >= 0)
         close(v->root_fd);
     if (v->memory && v->root_path)
-        remove_memory_root(v);
+        vfs_remove_memory_dir(v->root_path, v->root_dev);
     free(v->root_path);
     free(v);
 }
@@ -634,10 +342,10 @@ static int need_regular(const struct stat *st, const char *norm, struct errinfo 
     if (S_ISREG(st->st_mode))
         return 0;
     if (S_ISDIR(st->st_mode))
-        errinfo_set(err, ERR_INVALID, VP " is a directory; use list_dir to see what is inside",
+        errinfo_set(err, ERR_INVALID, VFS_VP " is a directory; use list_dir to see what is inside",
                     norm);
     else
-        errinfo_set(err, ERR_INVALID, VP " is not a regular file", norm);
+        errinfo_set(err, ERR_INVALID, VFS_VP " is not a regular file", norm);
     return -1;
 }
 
@@ -673,7 +381,7 @@ int vfs_read(struct vfs *v, const char *path, uint64_t offset, size_t length, st
         want = (size_t)(size - offset);
     out->data = malloc(want + 1);
     if (!out->data) {
-        errinfo_set(err, ERR_NOMEM, VP ": out of memory for %zu bytes", norm, want);
+        errinfo_set(err, ERR_NOMEM, VFS_VP ": out of memory for %zu bytes", norm, want);
         goto out;
     }
     while (got < want) {
@@ -742,7 +450,8 @@ static int make_parents(const struct vfs *v, char *parent, const char *target, s
         }
         if (cfd < 0) {
             if (errno == ENOTDIR)
-                errinfo_set(err, ERR_INVALID, VP ": a parent (%.60s) is a file", target, parent);
+                errinfo_set(err, ERR_INVALID, VFS_VP ": a parent (%.60s) is a file", target,
+                            parent);
             else
                 vfs_path_error(err, parent, errno);
             break;
@@ -839,7 +548,7 @@ static int replace_at(const struct vfs *v, int dfd, const char *name, const stru
     fd = -1;
     if (renameat(dfd, tmp, dfd, name) < 0) {
         if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)
-            errinfo_set(err, ERR_INVALID, VP " is a directory; write to a file path inside it",
+            errinfo_set(err, ERR_INVALID, VFS_VP " is a directory; write to a file path inside it",
                         norm);
         goto fail;
     }
@@ -882,7 +591,7 @@ int vfs_write(struct vfs *v, const char *path, const void *data, size_t len, boo
     /* A final symlink is not followed: the rename replaces the link itself. */
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISDIR(st.st_mode)) {
-            errinfo_set(err, ERR_INVALID, VP " is a directory; write to a file path inside it",
+            errinfo_set(err, ERR_INVALID, VFS_VP " is a directory; write to a file path inside it",
                         norm);
             goto out;
         }
@@ -923,9 +632,9 @@ static void list_open_error(struct vfs *v, const char *norm, int e, struct errin
 
     if (e == ENOTDIR && vfs_stat(v, norm, &st, NULL) == 0) {
         if (st.type == VFS_FILE)
-            errinfo_set(err, ERR_INVALID, VP " is a file; use read_file", norm);
+            errinfo_set(err, ERR_INVALID, VFS_VP " is a file; use read_file", norm);
         else
-            errinfo_set(err, ERR_INVALID, VP " is not a directory", norm);
+            errinfo_set(err, ERR_INVALID, VFS_VP " is not a directory", norm);
         return;
     }
     vfs_path_error(err, norm, e);
@@ -935,7 +644,7 @@ int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *ou
              struct errinfo *err)
 {
     char norm[VFS_PATH_MAX + 1];
-    struct namelist l = {0};
+    struct vfs_namelist l = {0};
     int dfd, rc = -1;
 
     memset(out, 0, sizeof(*out));
@@ -948,7 +657,7 @@ int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *ou
         list_open_error(v, norm, errno, err);
         return -1;
     }
-    if (read_names(dfd, max, &l, &out->total) < 0) {
+    if (vfs_read_names(dfd, max, &l, &out->total) < 0) {
         vfs_path_error(err, norm, errno);
         goto out;
     }
@@ -967,7 +676,7 @@ int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *ou
 out:
     if (rc < 0)
         out->total = 0;
-    namelist_free(&l);
+    vfs_namelist_free(&l);
     close(dfd);
     return rc;
 }
@@ -988,7 +697,7 @@ int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *remove
                struct errinfo *err)
 {
     char norm[VFS_PATH_MAX + 1], parent[VFS_PATH_MAX + 1];
-    struct rm_ctx c = {.dev = v->root_dev, .err = err};
+    struct vfs_rm c = {.dev = v->root_dev, .err = err};
     const char *name;
     struct stat st;
     int pfd, rc = -1;
@@ -1023,11 +732,11 @@ int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *remove
         goto out;
     } else if (!recursive) {
         errinfo_set(err, ERR_INVALID,
-                    VP " is not empty; pass recursive: true to remove it and "
-                       "everything inside",
+                    VFS_VP " is not empty; pass recursive: true to remove it and "
+                           "everything inside",
                     norm);
         goto out;
-    } else if (rm_tree_at(pfd, name, &c) < 0) {
+    } else if (vfs_rm_tree_at(pfd, name, &c) < 0) {
         goto out;
     }
     rc = 0;

@@ -1,4 +1,4 @@
-/* daemon/vfs_int.h - what vfs.c shares with vfs_search.c; not for other modules.
+/* daemon/vfs_int.h - what vfs.c, vfs_tree.c and vfs_search.c share; not for other modules.
  *
  * Both files resolve tool paths the same way: vfs_normalize() first, then one openat2() call
  * relative to the root fd with RESOLVE_IN_ROOT, so a symlink can never lead out of the root. */
@@ -6,6 +6,7 @@
 #define DAEMON_VFS_INT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "vfs.h"
 
@@ -17,5 +18,57 @@ int vfs_open_in_root(const struct vfs *v, const char *norm, uint64_t flags);
 /* Fills err for the failure errno e of an operation on the VFS path vpath, in words a model can
  * act on ("/a/b: no such file or directory"). Never names a host path. */
 void vfs_path_error(struct errinfo *err, const char *vpath, int e);
+
+/* printf format for a VFS path in a message, leaving room for the advice after it. */
+#define VFS_VP "%.180s"
+
+/* ---- vfs_tree.c ---- */
+
+/* A list of directory entry names; zero it to start, free with vfs_namelist_free. */
+struct vfs_namelist {
+    char **names; /* owned, each owned */
+    size_t n, cap;
+};
+
+void vfs_namelist_free(struct vfs_namelist *l); /* frees the names; the list is reusable */
+
+/* Reads the names in the directory dfd (borrowed), "." and ".." left out, appending them to l.
+ * With keep > 0 only the keep smallest names are kept (sorted) and *total (may be NULL) counts
+ * all of them; the list is compacted whenever it doubles, so memory stays bounded by 2 * keep
+ * names. Returns 0, or -1 with errno set. */
+int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total);
+
+/* One recursive removal: what it may touch and what it did. */
+struct vfs_rm {
+    dev_t dev;           /* the file system it stays on */
+    uint64_t removed;    /* entries removed so far */
+    const char *top;     /* borrowed: the VFS path named in messages */
+    struct errinfo *err; /* may be NULL */
+};
+
+/* Removes the directory name in pfd (borrowed) and everything in it, never following a
+ * symlink nor crossing onto another file system. -1 with c->err set on failure (what was
+ * removed by then stays removed and is counted in c->removed). */
+int vfs_rm_tree_at(int pfd, const char *name, struct vfs_rm *c);
+
+/* Creates a private directory for a :memory: workspace under /dev/shm, $TMPDIR or /tmp,
+ * first removing the ones left there by dead daemons. Returns its owned path (free with
+ * free()) or NULL with err set. */
+char *vfs_make_memory_dir(struct errinfo *err);
+
+/* Removes the :memory: workspace directory path (a host path; modified during the call and
+ * restored) and everything in it on file system dev; a failure is logged, not returned. */
+void vfs_remove_memory_dir(char *path, dev_t dev);
+
+/* ---- vfs_regex.c ---- */
+
+/* Finds the longest byte string that every match of the extended regex re must contain.
+ * best and cur are caller buffers of strlen(re) + 1 bytes each; the literal is left in best,
+ * NUL-terminated. Returns its length (0 when there is none, e.g. with a top-level '|'). */
+size_t vfs_regex_literal(const char *re, char *best, char *cur);
+
+/* Splits the regex q at its top-level '|' into alternatives (starts[i], lens[i]; borrowed
+ * from q), which hold max entries. Returns their count, or 0 when there are more than max. */
+size_t vfs_regex_split(const char *q, const char **starts, size_t *lens, size_t max);
 
 #endif /* DAEMON_VFS_INT_H */

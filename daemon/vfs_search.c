@@ -28,6 +28,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "utf8.h"
+
 #define DEFAULT_MAX_RESULTS 200
 #define DEFAULT_MAX_LINE    300
 #define BINARY_PROBE        8192        /* a NUL in this many first bytes means binary */
@@ -161,70 +163,21 @@ static uint64_t count_newlines(const char *p, const char *end)
 
 /* ---- output: one "path:line: text\n" ---- */
 
-/* Length of the valid UTF-8 sequence at p (n > 0 bytes available), or 0 when invalid. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0], min, cp;
-    size_t len;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    cp = c & (len == 3 ? 0x0f : 0x07);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 /* Appends src[0..n) as valid UTF-8 (U+FFFD for each invalid byte and NUL; with no_ctl, also
  * for control characters) using at most max output bytes; returns the number of input bytes
  * consumed. The caller reserved max bytes. */
 static size_t put_utf8(struct search *s, const char *src, size_t n, size_t max, bool no_ctl)
 {
-    static const char repl[] = "\xef\xbf\xbd";
-    const unsigned char *p = (const unsigned char *)src;
-    size_t i = 0, used = 0;
+    size_t used, i = utf8_sanitize(s->r->text + s->r->len, max, src, n, no_ctl, &used);
 
-    while (i < n) {
-        size_t len = utf8_len(p + i, n - i);
-        bool bad = len == 0 || p[i] == 0 || (no_ctl && (p[i] < 0x20 || p[i] == 0x7f));
-        size_t olen = bad ? 3 : len;
-
-        if (used + olen > max)
-            break;
-        if (bad) {
-            out_put(s, repl, 3);
-            i++;
-        } else {
-            out_put(s, p + i, len);
-            i += len;
-        }
-        used += olen;
-    }
+    s->r->len += used;
     return i;
 }
 
 /* Moves back from p to the start of a UTF-8 character, at most 3 bytes and not before lo. */
 static const char *char_start(const char *lo, const char *p)
 {
-    for (int k = 0; k < 3 && p > lo && ((unsigned char)*p & 0xc0) == 0x80; k++)
+    for (int k = 0; k < 3 && p > lo && utf8_is_cont((unsigned char)*p); k++)
         p--;
     return p;
 }
@@ -643,151 +596,6 @@ static bool is_ascii(const char *p)
     return true;
 }
 
-/* Skips the bracket expression that starts at p ('['); returns the byte after its ']'. */
-static const char *skip_bracket(const char *p)
-{
-    p++;
-    if (*p == '^')
-        p++;
-    if (*p == ']')
-        p++;
-    while (*p && *p != ']') {
-        if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
-            const char *close = strchr(p + 2, p[1]);
-
-            while (close && close[1] != ']')
-                close = strchr(close + 1, p[1]);
-            if (!close)
-                return p + strlen(p);
-            p = close + 2;
-            continue;
-        }
-        p++;
-    }
-    return *p ? p + 1 : p;
-}
-
-/* Skips the group that starts at p ('('); returns the byte after its ')'. */
-static const char *skip_group(const char *p)
-{
-    int depth = 0;
-
-    while (*p) {
-        if (*p == '\\' && p[1]) {
-            p += 2;
-            continue;
-        }
-        if (*p == '[') {
-            p = skip_bracket(p);
-            continue;
-        }
-        if (*p == '(')
-            depth++;
-        else if (*p == ')' && --depth == 0)
-            return p + 1;
-        p++;
-    }
-    return p;
-}
-
-struct litrun {
-    char *best; /* the longest run so far (caller's buffer) */
-    size_t best_len;
-    char *cur; /* the run being built (caller's buffer) */
-    size_t cur_len;
-};
-
-static void run_end(struct litrun *r)
-{
-    if (r->cur_len > r->best_len) {
-        memcpy(r->best, r->cur, r->cur_len);
-        r->best_len = r->cur_len;
-    }
-    r->cur_len = 0;
-}
-
-/* A quantifier that allows zero makes the run's last character optional: drop it (the whole
- * UTF-8 character) and end the run. */
-static void run_drop_last(struct litrun *r)
-{
-    while (r->cur_len > 0 && ((unsigned char)r->cur[r->cur_len - 1] & 0xc0) == 0x80)
-        r->cur_len--;
-    if (r->cur_len > 0)
-        r->cur_len--;
-    run_end(r);
-}
-
-/* Finds the longest byte string that every match of the extended regex re must contain, for a
- * memmem prefilter. Conservative: whatever is not plainly a literal ends a run, so the result
- * may be shorter than possible but never wrong. best and cur hold strlen(re) bytes each.
- * Returns its length (0 when there is none, e.g. with a top-level '|'). */
-static size_t required_literal(const char *re, char *best, char *cur)
-{
-    struct litrun r = {.best = best, .cur = cur};
-
-    for (const char *p = re; *p;) {
-        if (*p == '\\') {
-            /* Escaped punctuation is literal; \w, \b, \<, \1 and the like are not. */
-            if (p[1] && strchr(".[]()*+?{}|^$\\/", p[1])) {
-                r.cur[r.cur_len++] = p[1];
-                p += 2;
-            } else {
-                run_end(&r);
-                p += p[1] ? 2 : 1;
-            }
-        } else if (*p == '|') {
-            return 0; /* a top-level alternative need not contain any run */
-        } else if (*p == '[') {
-            run_end(&r);
-            p = skip_bracket(p);
-        } else if (*p == '(') {
-            run_end(&r);
-            p = skip_group(p);
-        } else if (*p == '*' || *p == '?' || *p == '{') {
-            const char *close = *p == '{' ? strchr(p, '}') : NULL;
-
-            run_drop_last(&r);
-            p = close ? close + 1 : p + 1;
-        } else if (strchr("+.^$)", *p)) {
-            run_end(&r);
-            p++;
-        } else {
-            r.cur[r.cur_len++] = *p++;
-        }
-    }
-    run_end(&r);
-    best[r.best_len] = '\0';
-    return r.best_len;
-}
-
-/* Splits the regex q at its top-level '|' into alternatives (starts[i], lens[i]). Returns their
- * count, or 0 when there are more than LITS_MAX. */
-static size_t split_alternatives(const char *q, const char **starts, size_t *lens)
-{
-    const char *a = q, *p = q;
-    size_t n = 0;
-
-    for (;;) {
-        if (*p == '\0' || *p == '|') {
-            if (n == LITS_MAX)
-                return 0;
-            starts[n] = a;
-            lens[n++] = (size_t)(p - a);
-            if (!*p)
-                return n;
-            a = ++p;
-        } else if (*p == '\\' && p[1]) {
-            p += 2;
-        } else if (*p == '[') {
-            p = skip_bracket(p);
-        } else if (*p == '(') {
-            p = skip_group(p);
-        } else {
-            p++;
-        }
-    }
-}
-
 static void free_lits(struct search *s)
 {
     for (size_t i = 0; i < s->nlits; i++)
@@ -802,14 +610,14 @@ static int set_prefilter(struct search *s, const char *q, bool icase, char *alt,
                          char *cur)
 {
     const char *starts[LITS_MAX];
-    size_t lens[LITS_MAX], n = split_alternatives(q, starts, lens);
+    size_t lens[LITS_MAX], n = vfs_regex_split(q, starts, lens, LITS_MAX);
 
     for (size_t i = 0; i < n; i++) {
         size_t len;
 
         memcpy(alt, starts[i], lens[i]);
         alt[lens[i]] = '\0';
-        len = required_literal(alt, best, cur);
+        len = vfs_regex_literal(alt, best, cur);
         if (len < LIT_MIN || (icase && !is_ascii(best)) || memchr(best, '\n', len)) {
             free_lits(s);
             return 0;

@@ -11,107 +11,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXCERPT_MAX 200  /* bytes of an unexpected body quoted in a message */
-#define DETAILS_MAX 4096 /* bytes of a 400 answer's details joined into its message */
+#include "jsonbuf.h"
+#include "utf8.h"
+
+#define EXCERPT_MAX 200         /* bytes of an unexpected body quoted in a message */
+#define DETAILS_MAX 4096        /* bytes of a 400 answer's details joined into its message */
+#define MESSAGE_MAX (64u << 10) /* ceiling of a message buffer: far above what the caps allow */
 
 static const char dropped_msg[] =
     "runboxd closed the connection before answering (it may have stopped or crashed); "
     "the call may have been applied — check before repeating";
 
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        char *np;
-
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        np = realloc(b->p, cap);
-        if (!np) {
-            b->failed = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_str(struct sbuf *b, const char *s)
-{
-    sb_add(b, s, strlen(s));
-}
-
-/* Takes the built string (owned, free) or NULL after an allocation failure. */
-static char *sb_take(struct sbuf *b)
-{
-    if (b->failed || !b->p) {
-        free(b->p);
-        return b->failed ? NULL : strdup("");
-    }
-    return b->p;
-}
-
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 when the bytes there are not one. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    size_t len;
-    unsigned cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xE0) == 0xC0)
-        len = 2, cp = s[0] & 0x1F;
-    else if ((s[0] & 0xF0) == 0xE0)
-        len = 3, cp = s[0] & 0x0F;
-    else if ((s[0] & 0xF8) == 0xF0)
-        len = 4, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 /* Appends at most `max` bytes of text as one clean line: control characters become spaces,
  * bytes that are not UTF-8 become '?', and a cut is marked with "...". */
-static void sb_excerpt(struct sbuf *b, const char *text, size_t len, size_t max)
+static void put_excerpt(struct jsonbuf *b, const char *text, size_t len, size_t max)
 {
     const unsigned char *s = (const unsigned char *)text;
     size_t i = 0;
 
     while (i < len) {
-        size_t k = utf8_seq(s + i, len - i);
+        size_t k = utf8_seq_len(text + i, len - i);
 
         if (b->len >= max && i < len) {
-            sb_str(b, "...");
+            jsonbuf_puts(b, "...", NULL);
             return;
         }
         if (k == 0) {
-            sb_add(b, "?", 1);
+            jsonbuf_put(b, "?", 1, NULL);
             k = 1;
         } else if (k == 1 && (s[i] < 0x20 || s[i] == 0x7F)) {
-            sb_add(b, " ", 1);
+            jsonbuf_put(b, " ", 1, NULL);
         } else {
-            sb_add(b, text + i, k);
+            jsonbuf_put(b, text + i, k, NULL);
         }
         i += k;
     }
@@ -160,47 +91,47 @@ static char *bad_request_message(const cJSON *doc, const char *body, size_t len)
     const cJSON *details = cJSON_GetObjectItemCaseSensitive(doc, "details");
     const cJSON *list = cJSON_IsArray(details) ? details : NULL;
     const cJSON *d;
-    struct sbuf b = {0};
+    struct jsonbuf b = JSONBUF_INIT(MESSAGE_MAX);
     bool first = true;
 
     if (!error) {
-        sb_str(&b, "runboxd answered HTTP 400: ");
-        sb_excerpt(&b, body, len, b.len + EXCERPT_MAX);
-        return sb_take(&b);
+        jsonbuf_puts(&b, "runboxd answered HTTP 400: ", NULL);
+        put_excerpt(&b, body, len, b.len + EXCERPT_MAX);
+        return jsonbuf_take(&b, NULL);
     }
-    sb_excerpt(&b, error, strlen(error), DETAILS_MAX);
+    put_excerpt(&b, error, strlen(error), DETAILS_MAX);
     cJSON_ArrayForEach(d, list)
     {
         char *text = cJSON_IsString(d) ? NULL : cJSON_PrintUnformatted(d);
         const char *s = cJSON_IsString(d) ? d->valuestring : text;
 
         if (s) {
-            sb_str(&b, first ? ": " : "; ");
-            sb_excerpt(&b, s, strlen(s), DETAILS_MAX);
+            jsonbuf_puts(&b, first ? ": " : "; ", NULL);
+            put_excerpt(&b, s, strlen(s), DETAILS_MAX);
             first = false;
         }
         cJSON_free(text);
         if (b.len >= DETAILS_MAX)
             break;
     }
-    return sb_take(&b);
+    return jsonbuf_take(&b, NULL);
 }
 
 static char *status_message(long status, const cJSON *doc, const char *body, size_t len)
 {
     const char *error = error_string(doc);
-    struct sbuf b = {0};
+    struct jsonbuf b = JSONBUF_INIT(MESSAGE_MAX);
     char head[64];
 
     snprintf(head, sizeof(head), "runboxd answered HTTP %ld: ", status);
-    sb_str(&b, head);
+    jsonbuf_puts(&b, head, NULL);
     if (error)
-        sb_excerpt(&b, error, strlen(error), b.len + DETAILS_MAX);
+        put_excerpt(&b, error, strlen(error), b.len + DETAILS_MAX);
     else if (len > 0)
-        sb_excerpt(&b, body, len, b.len + EXCERPT_MAX);
+        put_excerpt(&b, body, len, b.len + EXCERPT_MAX);
     else
-        sb_str(&b, "(empty body)");
-    return sb_take(&b);
+        jsonbuf_puts(&b, "(empty body)", NULL);
+    return jsonbuf_take(&b, NULL);
 }
 
 static int map_http(const struct upstream_reply *r, struct upstream_answer *out)
@@ -217,11 +148,11 @@ static int map_http(const struct upstream_reply *r, struct upstream_answer *out)
         out->error = strdup(error ? error : "runboxd reported a failure without a message");
         out->timeout = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "timeout"));
     } else if (r->status == 200) {
-        struct sbuf b = {0};
+        struct jsonbuf b = JSONBUF_INIT(MESSAGE_MAX);
 
-        sb_str(&b, "runboxd answered HTTP 200 with a body that is not a tool answer: ");
-        sb_excerpt(&b, r->body, r->body_len, b.len + EXCERPT_MAX);
-        out->error = sb_take(&b);
+        jsonbuf_puts(&b, "runboxd answered HTTP 200 with a body that is not a tool answer: ", NULL);
+        put_excerpt(&b, r->body, r->body_len, b.len + EXCERPT_MAX);
+        out->error = jsonbuf_take(&b, NULL);
     } else if (r->status == 400 && cJSON_IsObject(doc)) {
         out->error = bad_request_message(doc, r->body, r->body_len);
     } else {

@@ -1,5 +1,5 @@
 /* tests/unit/test_tools.c - the workspace tool handlers against a temporary vfs, the dispatch
- * table against the catalog, and the pure UTF-8 / base64 helpers. */
+ * table against the catalog, and the pure base64 helpers (UTF-8: test_utf8.c). */
 #include "tools.h"
 
 #include <check.h>
@@ -12,6 +12,7 @@
 
 #include "catalog.h"
 #include "vfs.h"
+#include "testutil.h"
 
 static char root[64];
 static struct vfs *v;
@@ -23,8 +24,7 @@ static void setup(void)
 {
     struct vfs_options opt = {.fsync = false};
 
-    snprintf(root, sizeof(root), "/tmp/test_tools.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
+    testutil_mkdtemp(root, sizeof(root), "test_tools.");
     v = vfs_open(root, &opt, &err);
     ck_assert_msg(v != NULL, "vfs_open: %s", err.msg);
     ctx.vfs = v;
@@ -34,12 +34,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[128];
-
     tools_result_cleanup(&res);
     vfs_free(v);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-    ck_assert_int_eq(system(cmd), 0);
+    testutil_rm_rf(root);
 }
 
 /* Runs tool with arguments given as JSON text; returns the handler's status. */
@@ -245,29 +242,6 @@ END_TEST
 
 /* ---- pure helpers ---- */
 
-static const struct {
-    const char *s;
-    size_t len, want;
-} utf8_cases[] = {
-    {"plain", 5, 5},
-    {"\xc3\xa9", 2, 2},
-    {"\xf0\x9f\x98\x80", 4, 4},
-    {"a\xc3", 2, 1},            /* cut short */
-    {"a\xc0\xaf", 3, 1},        /* overlong */
-    {"ab\xed\xa0\x80", 5, 2},   /* surrogate */
-    {"\xf4\x90\x80\x80", 4, 0}, /* past U+10FFFF */
-    {"\xe0\x80\xaf", 3, 0},     /* overlong 3-byte */
-    {"x\x80", 2, 1},            /* stray continuation */
-    {"\xef\xbf\xbd!", 4, 4},    /* U+FFFD itself is fine */
-};
-
-START_TEST(test_tools_utf8_valid_prefix)
-{
-    ck_assert_uint_eq(tools_utf8_valid_prefix(utf8_cases[_i].s, utf8_cases[_i].len),
-                      utf8_cases[_i].want);
-}
-END_TEST
-
 START_TEST(test_tools_base64_round_trip)
 {
     unsigned char bytes[256];
@@ -330,8 +304,6 @@ static Suite *tools_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("encoding");
-    tcase_add_loop_test(tc, test_tools_utf8_valid_prefix, 0,
-                        sizeof(utf8_cases) / sizeof(utf8_cases[0]));
     tcase_add_test(tc, test_tools_base64_round_trip);
     tcase_add_test(tc, test_tools_base64_errors_name_position);
     suite_add_tcase(s, tc);

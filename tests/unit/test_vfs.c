@@ -8,7 +8,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "testutil.h"
 
 #define SECRET "SECRET-OUTSIDE"
 
@@ -29,21 +30,12 @@ static struct errinfo err;
 
 static const char *hp(const char *rel)
 {
-    static char bufs[4][1024];
-    static int next;
-    char *b = bufs[next++ % 4];
-
-    snprintf(b, sizeof(bufs[0]), "%s/%s", base, rel);
-    return b;
+    return testutil_path(base, rel);
 }
 
 static void put_host(const char *rel, const void *data, size_t len)
 {
-    int fd = open(hp(rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-    close(fd);
+    testutil_put(hp(rel), data, len);
 }
 
 /* Reads a host file into buf (NUL-terminated); returns its length or -1. */
@@ -63,25 +55,12 @@ static ssize_t get_host(const char *rel, char *buf, size_t cap)
 
 static void mkdir_host(const char *rel)
 {
-    ck_assert_int_eq(mkdir(hp(rel), 0755), 0);
+    testutil_mkdir(hp(rel));
 }
 
 static void link_host(const char *target, const char *rel)
 {
     ck_assert_int_eq(symlink(target, hp(rel)), 0);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_rf(const char *path)
-{
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void assert_outside_intact(void)
@@ -100,8 +79,7 @@ static void assert_no_host_path(void)
 
 static void setup(void)
 {
-    snprintf(base, sizeof(base), "/tmp/test_vfs-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(base));
+    testutil_mkdtemp(base, sizeof(base), "test_vfs-");
     mkdir_host("ws");
     mkdir_host("outside");
     put_host("outside/secret.txt", SECRET, strlen(SECRET));
@@ -115,10 +93,10 @@ static void teardown(void)
 {
     vfs_free(v);
     v = NULL;
-    rm_rf(base);
+    testutil_rm_rf(base);
     for (int i = 0; i < 3; i++) {
         if (shm_dirs[i][0])
-            rm_rf(shm_dirs[i]);
+            testutil_rm_rf(shm_dirs[i]);
         shm_dirs[i][0] = '\0';
     }
 }

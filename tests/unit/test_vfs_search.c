@@ -7,12 +7,13 @@
 
 #include <check.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "testutil.h"
 
 static char base[256];
 static struct vfs *v;
@@ -21,50 +22,27 @@ static struct vfs_search_result res;
 
 static const char *hp(const char *rel)
 {
-    static char bufs[4][1024];
-    static int next;
-    char *b = bufs[next++ % 4];
-
-    snprintf(b, sizeof(bufs[0]), "%s/%s", base, rel);
-    return b;
+    return testutil_path(base, rel);
 }
 
 static void put(const char *rel, const char *text)
 {
-    size_t len = strlen(text);
-    int fd = open(hp(rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
-    close(fd);
+    testutil_put(hp(rel), text, strlen(text));
 }
 
 static void put_bytes(const char *rel, const void *data, size_t len)
 {
-    int fd = open(hp(rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-    close(fd);
+    testutil_put(hp(rel), data, len);
 }
 
 static void mkd(const char *rel)
 {
-    ck_assert_int_eq(mkdir(hp(rel), 0755), 0);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
+    testutil_mkdir(hp(rel));
 }
 
 static void setup(void)
 {
-    snprintf(base, sizeof(base), "/tmp/test_vfs_search-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(base));
+    testutil_mkdtemp(base, sizeof(base), "test_vfs_search-");
     mkd("ws");
     mkd("outside");
     put("outside/secret.txt", "needle from outside\n");
@@ -78,7 +56,7 @@ static void teardown(void)
 {
     vfs_search_result_cleanup(&res);
     vfs_free(v);
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    testutil_rm_rf(base);
 }
 
 /* Runs a search that must succeed; the result is in res. */
