@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,13 @@
 #define OUT_KEEP     ((size_t)64 * 1024)   /* a larger output buffer is freed after a flush */
 
 #define TOOL_PATH_MAX (sizeof("/tool/") + 128)
+
+static volatile sig_atomic_t stop_signal; /* SIGTERM or SIGINT received */
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
 
 struct proxy;
 
@@ -364,7 +372,7 @@ static size_t build_pollfds(struct proxy *p)
             p->fds_cap = cap;
         }
     }
-    p->fds[0].fd = p->in_fd;
+    p->fds[0].fd = p->in_eof ? -1 : p->in_fd; /* poll() skips a negative fd */
     p->fds[0].events = POLLIN;
     p->fds[0].revents = 0;
     upstream_pollfds(p->up, p->fds + 1, want - 1);
@@ -380,7 +388,20 @@ static int min_timeout(int a, int b)
     return a < b ? a : b;
 }
 
-static void run_loop(struct proxy *p)
+/* Waits up to timeout_ms (-1: no limit) for the fds, with the stop signals unblocked only
+ * meanwhile. Returns what ppoll() returns. */
+static int wait_events(struct proxy *p, size_t nfds, int timeout_ms, const sigset_t *wait_mask)
+{
+    struct timespec ts;
+
+    if (timeout_ms < 0)
+        return ppoll(p->fds, nfds, NULL, wait_mask);
+    ts.tv_sec = timeout_ms / 1000;
+    ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+    return ppoll(p->fds, nfds, &ts, wait_mask);
+}
+
+static void run_loop(struct proxy *p, const sigset_t *wait_mask)
 {
     for (;;) {
         int64_t now = upstream_now_ms();
@@ -390,18 +411,25 @@ static void run_loop(struct proxy *p)
         upstream_dispatch(p->up, NULL, 0, now);
         autostart_tick(p->as, now);
         flush_output(p);
-        if (p->in_eof || p->out_closed)
+        /* After stdin ends, the calls already asked for are still answered (a client that
+         * pipes requests in wants their answers); clients that want to stop at once send
+         * SIGTERM after closing stdin, as the MCP lifecycle describes. */
+        if (p->out_closed || (p->in_eof && mcp_session_inflight(p->session) == 0))
             return;
+        if (stop_signal) {
+            log_info("proxy: %s received; stopping", strsignal(stop_signal));
+            return;
+        }
         nfds = build_pollfds(p);
         now = upstream_now_ms(); /* writing stdout may have taken a while */
         timeout = min_timeout(upstream_timeout_ms(p->up, now), autostart_timeout_ms(p->as, now));
-        if (poll(p->fds, nfds, timeout) < 0) {
+        if (wait_events(p, nfds, timeout, wait_mask) < 0) {
             if (errno == EINTR)
                 continue;
             log_error("proxy: poll: %s", strerror(errno));
             return;
         }
-        if (p->fds[0].revents)
+        if (!p->in_eof && p->fds[0].revents)
             read_input(p);
         upstream_dispatch(p->up, p->fds + 1, nfds - 1, upstream_now_ms());
     }
@@ -420,6 +448,27 @@ static const struct mcp_server_info proxy_info = {
                     "workspace (\"/\" is its root).",
 };
 
+/* Installs the SIGTERM/SIGINT handler and blocks both; *wait_mask is the mask to wait with
+ * (both unblocked), *saved the mask to restore at the end. */
+static void block_stop_signals(sigset_t *saved, sigset_t *wait_mask)
+{
+    struct sigaction sa;
+    sigset_t stops;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigprocmask(SIG_BLOCK, &stops, saved);
+    *wait_mask = *saved;
+    sigdelset(wait_mask, SIGTERM);
+    sigdelset(wait_mask, SIGINT);
+}
+
 static void proxy_cleanup(struct proxy *p)
 {
     /* Frees the session first: it cancels every call in flight through be_cancel_call. */
@@ -436,6 +485,7 @@ int proxy_run(const struct proxy_config *cfg, int in_fd, int out_fd, struct erri
     struct upstream_config ucfg = {
         .base_url = cfg->daemon_url, .token = cfg->token, .timeout_ms = cfg->timeout_ms};
     struct proxy p;
+    sigset_t saved_mask, wait_mask;
     int in_flags = fcntl(in_fd, F_GETFL);
     int rc = -1;
 
@@ -446,6 +496,7 @@ int proxy_run(const struct proxy_config *cfg, int in_fd, int out_fd, struct erri
     proxy_lines_init(&p.lines, PROXY_LINE_MAX);
     p.sink = (struct proxy_lines_sink){.line = on_line, .oversized = on_oversized, .ctx = &p};
     signal(SIGPIPE, SIG_IGN); /* a closed stdout shows up as EPIPE and ends the loop */
+    block_stop_signals(&saved_mask, &wait_mask);
     p.up = upstream_new(&ucfg, err);
     if (!p.up)
         goto out;
@@ -465,12 +516,13 @@ int proxy_run(const struct proxy_config *cfg, int in_fd, int out_fd, struct erri
         fcntl(in_fd, F_SETFL, in_flags | O_NONBLOCK);
     log_debug("proxy: serving MCP on stdio; runboxd at %s%s", upstream_base_url(p.up),
               cfg->autostart ? " (started on demand)" : "");
-    run_loop(&p);
+    run_loop(&p, &wait_mask);
     rc = 0;
 out:
     flush_output(&p);
     proxy_cleanup(&p);
     if (in_flags >= 0)
         fcntl(in_fd, F_SETFL, in_flags);
+    sigprocmask(SIG_SETMASK, &saved_mask, NULL);
     return rc;
 }

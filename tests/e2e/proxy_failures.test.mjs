@@ -235,7 +235,17 @@ describe('cancellation and timeouts', () => {
     assert.equal((await p.callTool('list_dir', {})).isError, false);
     const early = await Promise.race([hanging.then(() => 'answered'), sleep(100)]);
     assert.notEqual(early, 'answered');
-    await finish(p); // EOF with the call in flight: still a clean exit
+    // EOF with the call still in flight: runbox waits for its answer; SIGTERM ends it at once.
+    p.child.stdin.end();
+    const still = await Promise.race([p.exited.then(() => 'exited'), sleep(300)]);
+    assert.notEqual(still, 'exited', 'runbox waits for the call in flight after EOF');
+    const t0 = Date.now();
+    p.kill('SIGTERM');
+    const { code, signal } = await p.exited;
+    assert.equal(signal, null);
+    assert.equal(code, 0);
+    assert.ok(Date.now() - t0 < 1000, 'SIGTERM ends runbox promptly');
+    assert.deepEqual(p.badLines, []);
   });
 });
 

@@ -70,12 +70,28 @@ describe('lifecycle', () => {
     await finish(p);
   });
 
-  test('stdin EOF ends runbox with exit code 0, also with a call in flight', async () => {
+  test('stdin EOF ends runbox with exit code 0 once the calls in flight are answered',
+       async () => {
     const p = proxy();
     await p.initialize();
     p.send({ jsonrpc: '2.0', id: 77, method: 'tools/call',
              params: { name: 'list_dir', arguments: {} } });
+    p.send({ jsonrpc: '2.0', id: 78, method: 'tools/call',
+             params: { name: 'read_file', arguments: { path: '/nope.txt' } } });
     await finish(p);
+    const answered = p.messages.filter((m) => m.id === 77 || m.id === 78);
+    assert.equal(answered.length, 2, 'both calls sent before EOF are answered');
+    assert.equal(answered.find((m) => m.id === 77).result.isError, false);
+    assert.equal(answered.find((m) => m.id === 78).result.isError, true);
+  });
+
+  test('SIGTERM ends runbox at once with exit code 0', async () => {
+    const p = proxy();
+    await p.initialize();
+    p.kill('SIGTERM');
+    const { code, signal } = await p.exited;
+    assert.equal(signal, null);
+    assert.equal(code, 0);
   });
 
   test('a client that closes runbox\'s stdout makes it exit 0 (EPIPE, no SIGPIPE death)',
