@@ -82,6 +82,18 @@ describe('HTTP checks', () => {
     assert.equal(cs.status, 200);
   });
 
+  test('a POST with no body and no Content-Type runs the tool with {} (curl -X POST)', async () => {
+    const bare = await request(d.port, '/tool/list_dir', { method: 'POST' });
+    assert.equal(bare.status, 200, bare.text);
+    assert.equal(bare.body.ok, true);
+    const empty = await request(d.port, '/tool/list_dir',
+                                { method: 'POST', headers: { 'Content-Length': '0' } });
+    assert.equal(empty.status, 200, empty.text);
+    // A bodyless call still validates: read_file needs a path.
+    const missing = await request(d.port, '/tool/read_file', { method: 'POST' });
+    jsonError(missing, 400, /arguments\.path: required property is missing/);
+  });
+
   test('a 100 MB body gets 413 without being read, and that connection is closed', async () => {
     const got = await new Promise((resolve, reject) => {
       const sock = net.connect(d.port, '127.0.0.1');
