@@ -42,7 +42,7 @@ struct api {
     char *token; /* owned, or NULL */
     char *workspace;
     bool fsync, allow_network;
-    struct vfs *vfs;
+    const struct tools_ctx *tools; /* borrowed */
     const struct catalog *cat;
     char *bwrap;      /* owned: bwrap's path on PATH, or NULL */
     char *tools_json; /* owned: {"tools":[...]} */
@@ -308,7 +308,7 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
 {
     const struct catalog_tool *tool = catalog_find(a->cat, name);
     struct schema_report rep;
-    struct tools_ctx ctx = {.vfs = a->vfs};
+    const struct tools_ctx *ctx = a->tools;
     struct tools_result res = {0};
     struct errinfo terr = {0};
     char id[48], msg[SCHEMA_MSG_MAX + 200];
@@ -325,7 +325,7 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     }
     snprintf(id, sizeof(id), "%s-%" PRIuFAST64, a->id_prefix,
              atomic_fetch_add_explicit(&a->next_id, 1, memory_order_relaxed));
-    if (tools_call(&ctx, name, args, &res, &terr) < 0) {
+    if (tools_call(ctx, name, args, &res, &terr) < 0) {
         log_debug("api: call %s %s failed: %s", id, name, terr.msg);
         status = send_tool_answer(conn, id, NULL, &terr);
     } else {
@@ -696,7 +696,7 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
     a->workspace = strdup(opt->workspace);
     a->fsync = opt->fsync;
     a->allow_network = opt->allow_network;
-    a->vfs = opt->vfs;
+    a->tools = opt->tools;
     a->cat = catalog_builtin();
     a->bwrap = find_on_path("bwrap");
     /* Call ids: unique across restarts (start time) and within a run (the counter). */

@@ -19,20 +19,20 @@
 
 #include "errinfo.h"
 
-struct vfs;
+struct tools_ctx;
 
 #define API_BODY_MAX     (32u << 20) /* request body limit: 32 MiB */
 #define API_THREADS      32          /* civetweb workers; a keep-alive connection keeps one */
 #define API_KEEPALIVE_MS 2000        /* idle keep-alive connections are closed after this */
 
 struct api_options {
-    const char *bind;      /* numeric address to listen on; copied */
-    int port;              /* 0 = any free port */
-    const char *token;     /* bearer token or NULL; copied (never logged) */
-    const char *workspace; /* shown in /health: the host path or ":memory:"; copied */
-    bool fsync;            /* shown in /health */
-    bool allow_network;    /* shown in /health */
-    struct vfs *vfs;       /* borrowed; must outlive the api */
+    const char *bind;              /* numeric address to listen on; copied */
+    int port;                      /* 0 = any free port */
+    const char *token;             /* bearer token or NULL; copied (never logged) */
+    const char *workspace;         /* shown in /health: the host path or ":memory:"; copied */
+    bool fsync;                    /* shown in /health */
+    bool allow_network;            /* shown in /health */
+    const struct tools_ctx *tools; /* the daemon's services; borrowed, must outlive the api */
 };
 
 struct api; /* opaque */

@@ -18,6 +18,7 @@
 #include "errinfo.h"
 #include "log.h"
 #include "privdrop.h"
+#include "tools.h"
 #include "vfs.h"
 
 static int fail(int status, const struct errinfo *err)
@@ -86,6 +87,7 @@ static int check_user(const struct config *cfg)
 
 static int serve(const struct config *cfg, struct vfs *v, const sigset_t *stop)
 {
+    struct tools_ctx tools = {.vfs = v};
     struct api_options opt = {
         .bind = cfg->bind,
         .port = cfg->port,
@@ -93,7 +95,7 @@ static int serve(const struct config *cfg, struct vfs *v, const sigset_t *stop)
         .workspace = strcmp(cfg->workspace, VFS_MEMORY) == 0 ? VFS_MEMORY : vfs_root_path(v),
         .fsync = cfg->fsync,
         .allow_network = cfg->allow_network,
-        .vfs = v,
+        .tools = &tools,
     };
     struct errinfo err = {0};
     struct api *a = api_start(&opt, &err);

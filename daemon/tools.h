@@ -17,9 +17,17 @@
 #include "errinfo.h"
 
 struct vfs;
+struct console;
+struct proc;
+struct bridge;
 
+/* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
+ * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
 struct tools_ctx {
-    struct vfs *vfs; /* borrowed for the daemon's lifetime */
+    struct vfs *vfs;         /* the workspace */
+    struct console *console; /* the console ring (exec, Studio and daemon output) */
+    struct proc *proc;       /* the exec engine and process registry */
+    struct bridge *bridge;   /* the Roblox Studio bridge */
 };
 
 struct tools_result {

@@ -1,6 +1,7 @@
 /* tests/unit/test_api.c - the HTTP layer's pure parts (status table, Host/Origin/Content-Type/
  * token checks, the bounded JSON buffer) and one real request through api_start on a free port. */
 #include "api.h"
+#include "tools.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -161,8 +162,9 @@ static char *roundtrip(int port, const char *req)
 
 START_TEST(test_api_serves_a_tool_call)
 {
+    struct tools_ctx tools = {.vfs = v};
     struct api_options opt = {
-        .bind = "127.0.0.1", .port = 0, .workspace = ":memory:", .fsync = false, .vfs = v};
+        .bind = "127.0.0.1", .port = 0, .workspace = ":memory:", .fsync = false, .tools = &tools};
     struct errinfo e = {0};
     struct api *a = api_start(&opt, &e);
     char req[512];
