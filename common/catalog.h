@@ -32,8 +32,9 @@ struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *e
 
 void catalog_free(struct catalog *cat); /* NULL is a no-op */
 
-/* The compiled-in catalog (the JSON files in common/tools/). Never NULL: a broken compiled-in catalog is a
- * build bug, reported by the unit tests, and aborts with a message here. Never freed. */
+/* The compiled-in catalog (the JSON files in common/tools/). Never NULL: a broken compiled-in
+ * catalog is a build bug, reported by the unit tests, and aborts with a message here. Never freed.
+ */
 const struct catalog *catalog_builtin(void);
 
 size_t catalog_count(const struct catalog *cat);

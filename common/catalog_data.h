@@ -1,5 +1,6 @@
 /* common/catalog_data.h - the compiled-in catalog documents (generated catalog_data.c, from
- * the JSON files in common/tools/ by common/embed.cmake). Private to catalog.c and its unit test. */
+ * the JSON files in common/tools/ by common/embed.cmake). Private to catalog.c and its unit test.
+ */
 #ifndef COMMON_CATALOG_DATA_H
 #define COMMON_CATALOG_DATA_H
 

@@ -26,8 +26,8 @@ enum errinfo_kind {
 #define ERRINFO_MSG_MAX 256
 
 struct errinfo {
-    enum errinfo_kind kind; /* ERR_NONE until the first failure */
-    int sys_errno;          /* errno at the failure, or 0 */
+    enum errinfo_kind kind;    /* ERR_NONE until the first failure */
+    int sys_errno;             /* errno at the failure, or 0 */
     char msg[ERRINFO_MSG_MAX]; /* one line, no CR/LF */
 };
 
@@ -40,7 +40,8 @@ void errinfo_set(struct errinfo *err, enum errinfo_kind kind, const char *fmt, .
 
 /* Like errinfo_set(), and also saves errno and appends ": <strerror(errno)>". The kind is taken
  * from errno (ENOENT -> ERR_NOT_FOUND, EEXIST/ENOTEMPTY -> ERR_EXISTS, EACCES/EPERM -> ERR_DENIED,
- * ENOMEM -> ERR_NOMEM, EFBIG/ENAMETOOLONG/ENOSPC -> ERR_TOO_LARGE, else ERR_IO). errno is preserved. */
+ * ENOMEM -> ERR_NOMEM, EFBIG/ENAMETOOLONG/ENOSPC -> ERR_TOO_LARGE, else ERR_IO). errno is
+ * preserved. */
 void errinfo_sys(struct errinfo *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* True when err is non-NULL and holds a failure. */

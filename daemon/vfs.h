@@ -20,11 +20,11 @@
 
 #include "errinfo.h"
 
-#define VFS_PATH_MAX      4096 /* bytes of a normalized path */
-#define VFS_NAME_MAX      255  /* bytes of one path component */
-#define VFS_MEMORY        ":memory:"
-#define VFS_READ_CAP      (1u << 20) /* default most bytes one vfs_read returns */
-#define VFS_LIST_CAP      10000      /* default most entries one vfs_list returns */
+#define VFS_PATH_MAX 4096 /* bytes of a normalized path */
+#define VFS_NAME_MAX 255  /* bytes of one path component */
+#define VFS_MEMORY   ":memory:"
+#define VFS_READ_CAP (1u << 20) /* default most bytes one vfs_read returns */
+#define VFS_LIST_CAP 10000      /* default most entries one vfs_list returns */
 
 struct vfs; /* opaque */
 
@@ -79,8 +79,8 @@ struct vfs_data {
  * regular file at path. ERR_NOT_FOUND when missing, ERR_INVALID for a directory ("... is a
  * directory; use list_dir") or anything not a regular file. An offset past the end gives 0
  * bytes, not an error. */
-int vfs_read(struct vfs *v, const char *path, uint64_t offset, size_t length,
-             struct vfs_data *out, struct errinfo *err);
+int vfs_read(struct vfs *v, const char *path, uint64_t offset, size_t length, struct vfs_data *out,
+             struct errinfo *err);
 void vfs_data_cleanup(struct vfs_data *d); /* frees d->data; safe on a zeroed struct */
 
 /* Atomically replaces (or creates) the regular file at path with data[0..len), creating missing
@@ -118,23 +118,23 @@ int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *remove
                struct errinfo *err);
 
 struct vfs_search_opts {
-    const char *query;   /* literal text, or a POSIX extended regex when regex is true */
-    const char *path;    /* directory or file to search; NULL = "/" */
-    const char *ext;     /* only files whose name ends in "." ext (ext without the dot), or NULL */
+    const char *query; /* literal text, or a POSIX extended regex when regex is true */
+    const char *path;  /* directory or file to search; NULL = "/" */
+    const char *ext;   /* only files whose name ends in "." ext (ext without the dot), or NULL */
     bool regex;
     bool case_sensitive;
-    size_t max_results;  /* most matching lines reported (0 = 200) */
-    size_t max_line;     /* longest line text shown, in bytes (0 = 300; longer lines are cut with
-                            "…") */
+    size_t max_results; /* most matching lines reported (0 = 200) */
+    size_t max_line;    /* longest line text shown, in bytes (0 = 300; longer lines are cut with
+                           "…") */
 };
 
 struct vfs_search_result {
-    char *text;         /* owned: "path:line: text\n" per match; NUL-terminated */
+    char *text; /* owned: "path:line: text\n" per match; NUL-terminated */
     size_t len;
-    size_t matches;     /* lines reported */
+    size_t matches; /* lines reported */
     uint64_t files_scanned;
     uint64_t binary_skipped; /* files skipped because they look binary (a NUL in the first 8 KiB) */
-    bool truncated;     /* stopped at max_results */
+    bool truncated;          /* stopped at max_results */
 };
 
 /* Searches every regular file under opts->path (symlinks are not followed; files that look
