@@ -559,7 +559,11 @@ static void allowed_list(const cJSON *props, char *buf, size_t size)
     cJSON_ArrayForEach(p, props)
     {
         char name[2 * SCHEMA_VALUE_CUT];
-        int n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
+        int n;
+
+        if (!p->string) /* an unchecked schema may hold "properties": [...] */
+            continue;
+        n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
                          schema_quoted(p->string, name, sizeof(name)));
         if (n < 0 || (size_t)n >= size - len)
             break;
