@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Runbox needs, and nothing that is already there.
+#
+#   scripts/install-deps.sh build   what building and running runbox/runboxd needs
+#   scripts/install-deps.sh test    that, plus what scripts/test.sh needs (Check, clang for the
+#                                   fuzz targets, clang-format, and Node.js when node >= 18 is missing)
+#
+# Runs apt-get as root, or through sudo for another user. Safe to run again: when every package
+# is installed already it does not even refresh the package lists.
+set -euo pipefail
+
+mode=${1:-build}
+case "$mode" in
+build | test) ;;
+*)
+    echo "usage: $0 [build|test]" >&2
+    exit 2
+    ;;
+esac
+
+pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev libcivetweb-dev bubblewrap)
+if [ "$mode" = test ]; then
+    # libclang-rt-dev carries libFuzzer and the sanitizer runtimes for clang; apt only
+    # recommends it, and we install without recommends.
+    pkgs+=(check clang libclang-rt-dev clang-format ca-certificates)
+    node_major=0
+    if command -v node >/dev/null 2>&1; then
+        node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+    fi
+    if [ "$node_major" -lt 18 ] || ! command -v npm >/dev/null 2>&1; then
+        pkgs+=(nodejs npm)
+    fi
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$status" = installed ] || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#pkgs[@]} packages are installed"
+    exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "install-deps: need root to install: ${missing[*]} (run as root, or install sudo)" >&2
+        exit 1
+    fi
+    sudo=(sudo)
+fi
+
+echo "install-deps: installing ${missing[*]}"
+# env, not export: sudo would drop an exported DEBIAN_FRONTEND.
+apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -q)
+"${apt[@]}" update
+"${apt[@]}" install -y --no-install-recommends "${missing[@]}"
