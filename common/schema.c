@@ -564,7 +564,7 @@ static void allowed_list(const cJSON *props, char *buf, size_t size)
         if (!p->string) /* an unchecked schema may hold "properties": [...] */
             continue;
         n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
-                         schema_quoted(p->string, name, sizeof(name)));
+                     schema_quoted(p->string, name, sizeof(name)));
         if (n < 0 || (size_t)n >= size - len)
             break;
         len += (size_t)n;
