@@ -1,0 +1,519 @@
+-- tools/Instances.lua - reading the place: tree, searches, properties, classes, summaries.
+-- Every tool here is read-only. Large answers are capped (depth, max_nodes, limit) and say so
+-- with truncated = true and a note.
+
+local Paths = require(script.Parent.Parent.Paths)
+local Values = require(script.Parent.Parent.Values)
+local U = require(script.Parent.Util)
+
+-- Properties tried by get_instance_properties / get_class_info when the engine has no
+-- reflection API available; members a class lacks are skipped.
+local CANDIDATES = {
+	"Name", "ClassName", "Archivable",
+	-- parts / models
+	"Anchored", "CanCollide", "CanTouch", "CanQuery", "CastShadow", "Locked", "Massless", "Size", "Position",
+	"Orientation", "CFrame", "Color", "BrickColor", "Material", "MaterialVariant", "Transparency", "Reflectance",
+	"Shape", "MeshId", "TextureID", "PrimaryPart", "WorldPivot",
+	-- scripts
+	"Enabled", "Disabled", "RunContext",
+	-- GUI
+	"AnchorPoint", "BackgroundColor3", "BackgroundTransparency", "BorderSizePixel", "Visible", "ZIndex", "LayoutOrder",
+	"Text", "TextColor3", "TextSize", "TextScaled", "Font", "Image", "ImageColor3", "SliceCenter", "ResetOnSpawn",
+	"DisplayOrder", "PaddingLeft", "PaddingRight", "PaddingTop", "PaddingBottom", "SortOrder", "Padding",
+	-- values, lights, sound, particles, constraints
+	"Value", "Brightness", "Range", "SoundId", "Volume", "Looped", "Playing", "Rate", "Lifetime", "Texture",
+	"Part0", "Part1",
+	-- humanoid, camera, lighting, workspace, players
+	"Health", "MaxHealth", "WalkSpeed", "FieldOfView", "CameraSubject", "CurrentCamera", "Gravity", "ClockTime",
+	"Ambient", "OutdoorAmbient", "FogEnd", "MaxPlayers", "TeamColor", "LoadStringEnabled", "HttpEnabled",
+}
+
+local BASES = { "BasePart", "PVInstance", "Model", "GuiObject", "GuiBase2d", "LayerCollector", "LuaSourceContainer",
+	"BaseScript", "ValueBase", "Constraint", "Light", "Instance" }
+
+-- Services worth showing under game (others are listed only when they have children).
+local MAIN_SERVICES = {
+	Workspace = true, Players = true, Lighting = true, ReplicatedFirst = true, ReplicatedStorage = true,
+	ServerScriptService = true, ServerStorage = true, StarterGui = true, StarterPack = true, StarterPlayer = true,
+	Teams = true, SoundService = true, Chat = true, TextChatService = true,
+}
+
+local function children(inst)
+	local ok, list = pcall(function()
+		return inst:GetChildren()
+	end)
+	if ok then
+		return list
+	end
+	return {}
+end
+
+local function shownChildren(inst)
+	local list = children(inst)
+	if inst.ClassName ~= "DataModel" then
+		return list
+	end
+	local out = {}
+	for _, c in ipairs(list) do
+		if MAIN_SERVICES[c.ClassName] or #children(c) > 0 then
+			table.insert(out, c)
+		end
+	end
+	return out
+end
+
+local function propertyNames(className, ctx)
+	local ok, list = pcall(function()
+		return ctx.game:GetService("ReflectionService"):GetPropertiesOfClass(className)
+	end)
+	if ok and type(list) == "table" and #list > 0 then
+		local names = {}
+		for _, p in ipairs(list) do
+			local n = type(p) == "table" and p.Name or p
+			if type(n) == "string" then
+				table.insert(names, n)
+			end
+		end
+		if #names > 0 then
+			return names
+		end
+	end
+	return CANDIDATES
+end
+
+local function readProperties(inst, names)
+	local props, missing = {}, {}
+	for _, name in ipairs(names) do
+		if name ~= "Source" and name ~= "Parent" then
+			local ok, v = Values.read(inst, name)
+			if ok then
+				if v == nil then
+					props[name] = { type = "nil" }
+				else
+					props[name] = Values.encode(v)
+				end
+			else
+				table.insert(missing, name)
+			end
+		end
+	end
+	return props, missing
+end
+
+local function matches(text, query, caseSensitive)
+	if caseSensitive then
+		return text:find(query, 1, true) ~= nil
+	end
+	return text:lower():find(query:lower(), 1, true) ~= nil
+end
+
+local T = {}
+
+T.get_file_tree = {
+	readOnly = true,
+	run = function(args, ctx)
+		local root = U.root(ctx, args)
+		local depth = U.int(args, "depth", 3, 1, 10)
+		local maxNodes = U.int(args, "max_nodes", 300, 1, 2000)
+		local count = 0
+		local truncated = false
+		local function build(inst, level)
+			count = count + 1
+			local node = { name = inst.Name, className = inst.ClassName }
+			local list = shownChildren(inst)
+			if #list == 0 then
+				return node
+			end
+			if level >= depth then
+				node.more = #list
+				return node
+			end
+			node.children = {}
+			for i, c in ipairs(list) do
+				if count >= maxNodes then
+					truncated = true
+					node.more = #list - i + 1
+					break
+				end
+				table.insert(node.children, build(c, level + 1))
+			end
+			return node
+		end
+		local tree = build(root, 0)
+		local out = { root = Paths.format(root), tree = tree, nodes = count, truncated = truncated }
+		if truncated then
+			out.note = "stopped at max_nodes=" .. maxNodes .. "; \"more\" counts children not shown. Ask for a"
+				.. " deeper path or a larger max_nodes."
+		end
+		return out
+	end,
+}
+
+T.search_files = {
+	readOnly = true,
+	run = function(args, ctx)
+		local query = U.str(args, "query")
+		local root = U.root(ctx, args)
+		local limit = U.int(args, "limit", 50, 1, 500)
+		local cs = args.case_sensitive == true
+		local results = {}
+		local truncated = false
+		U.walk(root, function(inst)
+			if not U.isScript(inst) then
+				return false
+			end
+			local hit = { path = Paths.format(inst), className = inst.ClassName, nameMatch = matches(inst.Name, query, cs) }
+			local lines = {}
+			local ok, src = pcall(U.getSource, ctx, inst)
+			if ok and type(src) == "string" then
+				for i, line in ipairs(U.splitLines(src)) do
+					if matches(line, query, cs) then
+						if #lines >= 5 then
+							hit.moreLines = true
+							break
+						end
+						table.insert(lines, { line = i, text = line:sub(1, 200) })
+					end
+				end
+			end
+			if hit.nameMatch or #lines > 0 then
+				hit.lines = lines
+				if #results >= limit then
+					truncated = true
+					return true
+				end
+				table.insert(results, hit)
+			end
+			return false
+		end)
+		local out = { query = query, results = results, truncated = truncated }
+		if truncated then
+			out.note = "more scripts match than limit=" .. limit .. "; narrow the path or raise limit"
+		end
+		return out
+	end,
+}
+
+T.get_place_info = {
+	readOnly = true,
+	run = function(args, ctx)
+		local g = ctx.game
+		local run = U.svc(ctx, "RunService")
+		local scripts = 0
+		U.walk(g, function(inst)
+			if U.isScript(inst) then
+				scripts = scripts + 1
+			end
+			return false
+		end)
+		return {
+			name = g.Name,
+			placeId = g.PlaceId,
+			gameId = g.GameId,
+			creatorId = g.CreatorId,
+			placeVersion = g.PlaceVersion,
+			mode = run:IsRunning() and "running" or "edit",
+			workspaceChildren = #children(g:GetService("Workspace")),
+			scripts = scripts,
+		}
+	end,
+}
+
+T.get_services = {
+	readOnly = true,
+	run = function(args, ctx)
+		local out = {}
+		for _, c in ipairs(children(ctx.game)) do
+			table.insert(out, { name = c.Name, className = c.ClassName, children = #children(c) })
+		end
+		table.sort(out, function(a, b) return a.name < b.name end)
+		return { services = out }
+	end,
+}
+
+T.search_objects = {
+	readOnly = true,
+	run = function(args, ctx)
+		local query = U.str(args, "query", true)
+		local className = U.str(args, "class_name", true)
+		if (query == nil or query == "") and className == nil then
+			error("give a query (part of a name), a class_name, or both", 0)
+		end
+		local root = U.root(ctx, args)
+		local limit = U.int(args, "limit", 50, 1, 1000)
+		local results = {}
+		local truncated = false
+		U.walk(root, function(inst)
+			if (query == nil or matches(inst.Name, query, false)) and (className == nil or inst:IsA(className)) then
+				if #results >= limit then
+					truncated = true
+					return true
+				end
+				table.insert(results, U.describe(inst))
+			end
+			return false
+		end)
+		local out = { results = results, truncated = truncated }
+		if truncated then
+			out.note = "more objects match than limit=" .. limit .. "; narrow the path/class_name or raise limit"
+		end
+		return out
+	end,
+}
+
+T.get_instance_properties = {
+	readOnly = true,
+	run = function(args, ctx)
+		local inst = U.resolve(ctx, U.str(args, "path"))
+		local names = U.list(args, "properties", true)
+		local props, missing = readProperties(inst, names or propertyNames(inst.ClassName, ctx))
+		local out = {
+			path = Paths.format(inst),
+			className = inst.ClassName,
+			parent = inst.Parent and Paths.format(inst.Parent) or nil,
+			properties = props,
+			attributes = Values.encode(inst:GetAttributes()),
+			tags = inst:GetTags(),
+			children = #children(inst),
+		}
+		if names and #missing > 0 then
+			out.missing = missing
+			out.note = inst.ClassName .. " has no property named " .. table.concat(missing, ", ")
+		end
+		if U.isScript(inst) then
+			out.note = (out.note and (out.note .. "; ") or "") .. "read the code with get_script_source"
+		end
+		return out
+	end,
+}
+
+T.get_instance_children = {
+	readOnly = true,
+	run = function(args, ctx)
+		local inst = U.resolve(ctx, U.str(args, "path"))
+		local limit = U.int(args, "limit", 200, 1, 2000)
+		local className = U.str(args, "class_name", true)
+		local list
+		if args.recursive then
+			list = inst:GetDescendants()
+		else
+			list = children(inst)
+		end
+		local out = {}
+		local total = 0
+		for _, c in ipairs(list) do
+			if className == nil or c:IsA(className) then
+				total = total + 1
+				if #out < limit then
+					table.insert(out, U.describe(c))
+				end
+			end
+		end
+		local res = { path = Paths.format(inst), children = out, total = total, truncated = total > #out }
+		if res.truncated then
+			res.note = "showing " .. #out .. " of " .. total .. "; raise limit (max 2000) or filter by class_name"
+		end
+		return res
+	end,
+}
+
+T.search_by_property = {
+	readOnly = true,
+	run = function(args, ctx)
+		local prop = U.str(args, "property")
+		if args.value == nil then
+			error("missing argument \"value\"", 0)
+		end
+		local root = U.root(ctx, args)
+		local className = U.str(args, "class_name", true)
+		local limit = U.int(args, "limit", 50, 1, 1000)
+		local results = {}
+		local truncated = false
+		local cache = {}
+		U.walk(root, function(inst)
+			if className and not inst:IsA(className) then
+				return false
+			end
+			local ok, cur = Values.read(inst, prop)
+			if not ok or cur == nil then
+				return false
+			end
+			local t = typeof(cur)
+			local key = t == "EnumItem" and tostring(cur.EnumType) or t
+			if cache[key] == nil then
+				local okd, want = pcall(Values.decode, args.value, t, ctx.game, t == "EnumItem" and cur.EnumType or nil)
+				cache[key] = { ok = okd, value = want }
+			end
+			local want = cache[key]
+			if want.ok and want.value == cur then
+				if #results >= limit then
+					truncated = true
+					return true
+				end
+				local d = U.describe(inst)
+				d.value = Values.encode(cur)
+				table.insert(results, d)
+			end
+			return false
+		end)
+		local out = { property = prop, results = results, truncated = truncated }
+		if truncated then
+			out.note = "more objects match than limit=" .. limit
+		end
+		return out
+	end,
+}
+
+T.get_class_info = {
+	readOnly = true,
+	run = function(args, ctx)
+		local className = U.str(args, "class_name")
+		local sample
+		local creatable = false
+		local ok, inst = pcall(function()
+			return Instance.new(className)
+		end)
+		if ok and inst then
+			sample, creatable = inst, true
+		else
+			U.walk(ctx.game, function(d)
+				if d.ClassName == className then
+					sample = d
+					return true
+				end
+				return false
+			end)
+			if not sample then
+				local okS, svc = pcall(function() return ctx.game:GetService(className) end)
+				if okS and svc then
+					sample = svc
+				end
+			end
+		end
+		if not sample then
+			error("unknown class \"" .. className .. "\" (not creatable and no instance of it in the place);"
+				.. " class names are case-sensitive, e.g. Part, Model, Script", 0)
+		end
+		local props = {}
+		local names = propertyNames(className, ctx)
+		for _, name in ipairs(names) do
+			if name ~= "Parent" and name ~= "Source" then
+				local okR, v = Values.read(sample, name)
+				if okR then
+					local t = typeof(v)
+					if t == "EnumItem" then
+						t = "Enum." .. tostring(v.EnumType)
+					elseif v == nil then
+						t = "Instance"
+					end
+					table.insert(props, { name = name, type = t, default = creatable and Values.encode(v) or nil })
+				end
+			end
+		end
+		local bases = {}
+		for _, b in ipairs(BASES) do
+			if b ~= className and sample:IsA(b) then
+				table.insert(bases, b)
+			end
+		end
+		if creatable then
+			sample:Destroy()
+		end
+		return { className = className, creatable = creatable, inherits = bases, properties = props }
+	end,
+}
+
+T.get_project_structure = {
+	readOnly = true,
+	run = function(args, ctx)
+		local depth = U.int(args, "depth", 3, 1, 10)
+		local maxScripts = U.int(args, "max_scripts", 300, 1, 2000)
+		local scripts = {}
+		local containers = {}
+		local truncated = false
+		for _, svc in ipairs(shownChildren(ctx.game)) do
+			U.walk(svc, function(inst)
+				if U.isScript(inst) then
+					if #scripts >= maxScripts then
+						truncated = true
+						return true
+					end
+					local okS, src = pcall(U.getSource, ctx, inst)
+					local lines = 0
+					if okS and type(src) == "string" then
+						lines = #U.splitLines(src)
+					end
+					table.insert(scripts, { path = Paths.format(inst), className = inst.ClassName, lines = lines })
+				elseif inst:IsA("Folder") or inst:IsA("Model") or inst:IsA("ScreenGui") then
+					local d, p = 0, inst
+					while p and p ~= svc do
+						d = d + 1
+						p = p.Parent
+					end
+					if d <= depth then
+						table.insert(containers, { path = Paths.format(inst), className = inst.ClassName,
+							children = #children(inst) })
+					end
+				end
+				return false
+			end)
+		end
+		local out = { scripts = scripts, containers = containers, truncated = truncated }
+		if truncated then
+			out.note = "stopped at max_scripts=" .. maxScripts
+		end
+		return out
+	end,
+}
+
+T.summarize_game = {
+	readOnly = true,
+	run = function(args, ctx)
+		local g = ctx.game
+		local counts, total, scripts, lines = {}, 0, 0, 0
+		local services = {}
+		for _, svc in ipairs(shownChildren(g)) do
+			local n = 0
+			U.walk(svc, function(inst)
+				n = n + 1
+				counts[inst.ClassName] = (counts[inst.ClassName] or 0) + 1
+				if U.isScript(inst) then
+					scripts = scripts + 1
+					local okS, src = pcall(U.getSource, ctx, inst)
+					if okS and type(src) == "string" then
+						lines = lines + #U.splitLines(src)
+					end
+				end
+				return n >= 200000
+			end)
+			total = total + n
+			table.insert(services, { name = svc.Name, descendants = n })
+		end
+		local classes = {}
+		for name, n in pairs(counts) do
+			table.insert(classes, { className = name, count = n })
+		end
+		table.sort(classes, function(a, b)
+			if a.count ~= b.count then
+				return a.count > b.count
+			end
+			return a.className < b.className
+		end)
+		while #classes > 25 do
+			table.remove(classes)
+		end
+		local okT, tags = pcall(function() return U.svc(ctx, "CollectionService"):GetAllTags() end)
+		return {
+			name = g.Name,
+			placeId = g.PlaceId,
+			instances = total,
+			scripts = scripts,
+			scriptLines = lines,
+			topClasses = classes,
+			services = services,
+			tags = okT and tags or {},
+		}
+	end,
+}
+
+return T

@@ -1,0 +1,164 @@
+-- tools/Util.lua - helpers shared by the tool groups (not a group itself): services from ctx,
+-- path resolution, argument checks, instance summaries, script source through
+-- ScriptEditorService, and line splitting that round-trips exactly.
+
+local Paths = require(script.Parent.Parent.Paths)
+
+local U = {}
+
+-- A service: ctx.services[name] (tests inject fakes there) or game:GetService(name).
+function U.svc(ctx, name)
+	if ctx.services then
+		local s = ctx.services[name]
+		if s then
+			return s
+		end
+	end
+	return ctx.game:GetService(name)
+end
+
+function U.resolve(ctx, path)
+	return Paths.resolve(ctx.game, path)
+end
+
+-- The argument `name` as a non-empty string, or an error naming it.
+function U.str(args, name, optional)
+	local v = args[name]
+	if v == nil then
+		if optional then
+			return nil
+		end
+		error("missing argument \"" .. name .. "\"", 0)
+	end
+	if type(v) ~= "string" then
+		error("argument \"" .. name .. "\" must be a string", 0)
+	end
+	return v
+end
+
+-- An integer argument with default and bounds (values outside are clamped).
+function U.int(args, name, default, lo, hi)
+	local v = args[name]
+	if v == nil then
+		return default
+	end
+	if type(v) ~= "number" or v ~= math.floor(v) then
+		error("argument \"" .. name .. "\" must be an integer", 0)
+	end
+	if v < lo then
+		return lo
+	end
+	if v > hi then
+		return hi
+	end
+	return v
+end
+
+function U.list(args, name, optional)
+	local v = args[name]
+	if v == nil then
+		if optional then
+			return nil
+		end
+		error("missing argument \"" .. name .. "\"", 0)
+	end
+	if type(v) ~= "table" then
+		error("argument \"" .. name .. "\" must be an array", 0)
+	end
+	return v
+end
+
+function U.describe(inst)
+	return { name = inst.Name, className = inst.ClassName, path = Paths.format(inst), children = #inst:GetChildren() }
+end
+
+function U.isScript(inst)
+	return inst:IsA("LuaSourceContainer")
+end
+
+function U.script(ctx, path)
+	local inst = U.resolve(ctx, path)
+	if not U.isScript(inst) then
+		error(Paths.format(inst) .. " is a " .. inst.ClassName .. ", not a Script, LocalScript or ModuleScript", 0)
+	end
+	return inst
+end
+
+-- The source the editor shows (drafts and open editors included).
+function U.getSource(ctx, scr)
+	local ses = U.svc(ctx, "ScriptEditorService")
+	return ses:GetEditorSource(scr)
+end
+
+-- Replaces the source through the editor so drafts and open documents agree.
+function U.setSource(ctx, scr, text)
+	local ses = U.svc(ctx, "ScriptEditorService")
+	local ok, err = pcall(function()
+		ses:UpdateSourceAsync(scr, function()
+			return text
+		end)
+	end)
+	if not ok then
+		error("could not update " .. Paths.format(scr) .. ": " .. tostring(err)
+			.. " (nothing was changed; if the script is open in a collaborative session, retry)", 0)
+	end
+	local now = ses:GetEditorSource(scr)
+	if now ~= text then
+		error("the editor did not take the new source of " .. Paths.format(scr)
+			.. " (it may be locked by a collaborator); read it back before retrying", 0)
+	end
+end
+
+-- Splits text into lines; join(split(s)) == s for every s.
+function U.splitLines(text)
+	local lines = {}
+	local start = 1
+	while true do
+		local i = text:find("\n", start, true)
+		if not i then
+			table.insert(lines, text:sub(start))
+			break
+		end
+		table.insert(lines, text:sub(start, i - 1))
+		start = i + 1
+	end
+	return lines
+end
+
+function U.joinLines(lines)
+	return table.concat(lines, "\n")
+end
+
+-- Walks root's descendants depth-first in document order, calling visit(inst) until it
+-- returns true (stop). Returns whether it stopped early.
+function U.walk(root, visit)
+	local stack = { root }
+	while #stack > 0 do
+		local inst = table.remove(stack)
+		-- some engine services refuse plugins ("cannot access"): skip them
+		local ok, children = pcall(function()
+			return inst:GetChildren()
+		end)
+		if not ok then
+			children = {}
+		end
+		for i = #children, 1, -1 do
+			table.insert(stack, children[i])
+		end
+		if inst ~= root and visit(inst) then
+			return true
+		end
+	end
+	return false
+end
+
+-- The root for searches: a path, or the whole game.
+function U.root(ctx, args)
+	local p = args.path
+	if p == nil or p == "" or p == "game" then
+		return ctx.game
+	end
+	return U.resolve(ctx, p)
+end
+
+return U

@@ -1,0 +1,178 @@
+-- test_tools_read.lua - the read-only instance tools: tree, searches, properties, classes,
+-- summaries, selection; limits cut answers with a note; bad paths name the segment.
+
+local Fake = require("fake")
+
+test("get_file_tree shows the main services and respects depth", function()
+	local _, run = Fake.setup()
+	local r = run("get_file_tree", { depth = 1 })
+	eq(r.root, "game")
+	local names = {}
+	for _, c in ipairs(r.tree.children) do
+		names[c.name] = c
+	end
+	truthy(names.Workspace and names.ServerScriptService and names.StarterGui, "main services")
+	eq(names.HttpService, nil, "empty engine services are hidden")
+	eq(names.Workspace.children, nil, "depth 1 stops below the services")
+	eq(names.Workspace.more, 8)
+	eq(r.truncated, false)
+end)
+
+test("get_file_tree under a path, cut at max_nodes with a note", function()
+	local _, run = Fake.setup()
+	local r = run("get_file_tree", { path = "Workspace.Model", depth = 5 })
+	eq(r.root, "Workspace.Model")
+	eq(r.tree.children[1].name, "Part")
+	eq(r.tree.children[1].children[1].name, "Sparks")
+	local cut = run("get_file_tree", { path = "Workspace", depth = 3, max_nodes = 3 })
+	eq(cut.truncated, true)
+	eq(cut.nodes, 3)
+	truthy(cut.note:find("max_nodes=3", 1, true), cut.note)
+	raises(function() run("get_file_tree", { path = "Workspace.Nope" }) end, "no child named \"Nope\"")
+end)
+
+test("search_files finds scripts by name and by source line, draft text included", function()
+	local place, run = Fake.setup()
+	local r = run("search_files", { query = "HELLO" })
+	eq(#r.results, 1)
+	eq(r.results[1].path, "ServerScriptService.MainScript")
+	same(r.results[1].lines, { { line = 1, text = "print(\"hello\")" } })
+	eq(#run("search_files", { query = "HELLO", case_sensitive = true }).results, 0)
+	eq(run("search_files", { query = "Util" }).results[1].nameMatch, true)
+	place.state[place.game.ReplicatedStorage.Shared].editorSource = "-- draft with needle"
+	eq(run("search_files", { query = "needle" }).results[1].path, "ReplicatedStorage.Shared")
+	local lim = run("search_files", { query = "return", limit = 1 })
+	eq(#lim.results, 1)
+	eq(lim.truncated, true)
+end)
+
+test("get_place_info and get_services describe the place", function()
+	local _, run = Fake.setup()
+	local info = run("get_place_info", {})
+	eq(info.name, "TestPlace")
+	eq(info.placeId, 12345)
+	eq(info.mode, "edit")
+	eq(info.scripts, 3)
+	local svcs = run("get_services", {}).services
+	local found = false
+	for _, s in ipairs(svcs) do
+		if s.name == "Workspace" then
+			found = s.children == 8
+		end
+	end
+	truthy(found, "Workspace with 8 children")
+end)
+
+test("search_objects by name, by class, limited", function()
+	local _, run = Fake.setup()
+	local r = run("search_objects", { query = "part" })
+	local paths = {}
+	for _, x in ipairs(r.results) do
+		paths[x.path] = true
+	end
+	truthy(paths["Workspace.Model.Part"], "Part found")
+	local parts = run("search_objects", { class_name = "BasePart", path = "Workspace" })
+	eq(#parts.results, 6) -- Terrain, Baseplate, Model.Part, Model.Handle, Inner, Lava
+	local one = run("search_objects", { class_name = "BasePart", limit = 1 })
+	eq(one.truncated, true)
+	truthy(one.note, "note when cut")
+	raises(function() run("search_objects", {}) end, "give a query")
+end)
+
+test("get_instance_properties reads tagged values, attributes, tags", function()
+	local _, run = Fake.setup()
+	local r = run("get_instance_properties", { path = "Workspace.Lava" })
+	eq(r.className, "Part")
+	eq(r.parent, "Workspace")
+	same(r.properties.Material, { type = "Enum", value = "Enum.Material.Neon" })
+	same(r.properties.Color, { type = "Color3", value = { 1, 0.2, 0 } })
+	eq(r.properties.Anchored, false)
+	same(r.attributes, { Damage = 10, Label = "hot" })
+	same(r.tags, { "Lava" })
+	local some = run("get_instance_properties", { path = "Workspace.Link", properties = { "Value", "Bogus" } })
+	same(some.properties.Value, { type = "Instance", value = "Workspace.Model.Part" })
+	same(some.missing, { "Bogus" })
+	local weld = run("get_instance_properties", { path = "Workspace.Weld", properties = { "Part1" } })
+	same(weld.properties.Part1, { type = "nil" })
+	raises(function() run("get_instance_properties", { path = "Workspace.Lava.X" }) end, "Workspace.Lava has no child")
+end)
+
+test("get_instance_children lists, filters, recurses and cuts", function()
+	local _, run = Fake.setup()
+	local r = run("get_instance_children", { path = "Workspace.Model" })
+	eq(r.total, 2)
+	same(r.children[1], { name = "Part", className = "Part", path = "Workspace.Model.Part", children = 1 })
+	eq(run("get_instance_children", { path = "Workspace.Model", recursive = true }).total, 3)
+	eq(run("get_instance_children", { path = "Workspace", class_name = "Folder" }).total, 1)
+	local cut = run("get_instance_children", { path = "Workspace", limit = 2 })
+	eq(#cut.children, 2)
+	eq(cut.truncated, true)
+	truthy(cut.note:find("2 of 8", 1, true), cut.note)
+end)
+
+test("search_by_property compares in the property's type", function()
+	local _, run = Fake.setup()
+	local r = run("search_by_property", { property = "Material", value = "Neon" })
+	eq(#r.results, 1)
+	eq(r.results[1].path, "Workspace.Lava")
+	local anchored = run("search_by_property", { property = "Anchored", value = true, path = "Workspace" })
+	eq(#anchored.results, 3) -- Terrain, Baseplate, Model.Part
+	local pos = run("search_by_property", { property = "Position", value = { type = "Vector3", value = { 2, 5, 0 } } })
+	eq(pos.results[1].path, "Workspace.Model.Handle")
+	eq(#run("search_by_property", { property = "Material", value = "NoSuchMaterial" }).results, 0)
+end)
+
+test("get_class_info for creatable, service and unknown classes", function()
+	local _, run = Fake.setup()
+	local r = run("get_class_info", { class_name = "Part" })
+	eq(r.creatable, true)
+	truthy(table.find(r.inherits, "BasePart"), "inherits BasePart")
+	local size
+	for _, p in ipairs(r.properties) do
+		if p.name == "Size" then
+			size = p
+		end
+	end
+	same(size, { name = "Size", type = "Vector3", default = { type = "Vector3", value = { 4, 1, 2 } } })
+	eq(run("get_class_info", { class_name = "Workspace" }).creatable, false)
+	raises(function() run("get_class_info", { class_name = "part" }) end, "unknown class \"part\"")
+end)
+
+test("get_project_structure lists scripts with line counts and containers", function()
+	local _, run = Fake.setup()
+	local r = run("get_project_structure", {})
+	local byPath = {}
+	for _, s in ipairs(r.scripts) do
+		byPath[s.path] = s
+	end
+	eq(byPath["ServerScriptService.MainScript"].lines, 3)
+	eq(byPath["ReplicatedStorage.Shared"].className, "ModuleScript")
+	local containers = {}
+	for _, c in ipairs(r.containers) do
+		containers[c.path] = true
+	end
+	truthy(containers["Workspace.Model"] and containers["StarterGui.HUD"], "containers")
+	local cut = run("get_project_structure", { max_scripts = 1 })
+	eq(#cut.scripts, 1)
+	eq(cut.truncated, true)
+end)
+
+test("summarize_game counts instances, scripts, classes and tags", function()
+	local _, run = Fake.setup()
+	local r = run("summarize_game", {})
+	eq(r.scripts, 3)
+	eq(r.scriptLines, 6)
+	eq(r.topClasses[1].className, "Part")
+	same(r.tags, { "Lava" })
+	truthy(r.instances > 20, "instances counted")
+end)
+
+test("get_selection reports Explorer's selection", function()
+	local place, run = Fake.setup()
+	eq(run("get_selection", {}).count, 0)
+	place.game.Selection:Set({ place.game.Workspace.Lava, place.game.Workspace.Model })
+	local r = run("get_selection", { limit = 1 })
+	eq(r.count, 2)
+	eq(r.selection[1].path, "Workspace.Lava")
+	eq(r.truncated, true)
+end)
