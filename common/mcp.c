@@ -33,10 +33,6 @@
 #include "mcp_int.h"
 #include "schema.h"
 
-/* Ceiling for any one message the engine builds (a tool result, a batch answer). Tool
- * results are capped far below this by the tools themselves; past it the client gets -32603. */
-#define MCP_RESPONSE_MAX ((size_t)64 << 20)
-
 #define MCP_BATCH_VERSION "2025-03-26"
 
 static const char *const protocol_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
@@ -48,7 +44,7 @@ static const char *const client_log_levels[] = {"debug", "info",     "notice", "
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Appends the JSON text of a request id: a string, an integer number, or null. */
-static void buf_put_id(struct jsonbuf *b, const cJSON *id)
+void mcp_put_id(struct jsonbuf *b, const cJSON *id)
 {
     char num[40];
     int n;
@@ -79,24 +75,6 @@ static bool is_integer_number(const cJSON *v)
 
 /* ---- session, calls, batches ---- */
 
-struct batch {
-    size_t pending;     /* answers still owed, plus one while the members are being dispatched */
-    size_t answers;     /* answers already in out */
-    struct jsonbuf out; /* "[a,b,..." */
-};
-
-struct mcp_session {
-    const struct catalog *cat;
-    const struct mcp_backend *be;
-    void *ctx;
-    const struct mcp_server_info *info;
-    const char *protocol;    /* one of protocol_versions, NULL before initialize */
-    bool client_ready;       /* notifications/initialized seen */
-    bool closing;            /* mcp_session_free is running: send nothing */
-    size_t client_log_level; /* index into client_log_levels (logging/setLevel) */
-    struct mcp_calls calls;  /* in flight, by id */
-};
-
 /* Sends json (len bytes) to the client, or adds it to the batch being answered. */
 static void emit(struct mcp_session *s, struct batch *batch, const char *json, size_t len)
 {
@@ -111,12 +89,8 @@ static void emit(struct mcp_session *s, struct batch *batch, const char *json, s
     batch->answers++;
 }
 
-/* Answers with a JSON-RPC error. id is borrowed (NULL -> null); the message is formatted. */
-static void reply_error(struct mcp_session *s, struct batch *batch, const cJSON *id, int code,
-                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void reply_error(struct mcp_session *s, struct batch *batch, const cJSON *id, int code,
-                        const char *fmt, ...)
+void mcp_reply_error(struct mcp_session *s, struct batch *batch, const cJSON *id, int code,
+                     const char *fmt, ...)
 {
     char msg[512];
     char *line;
@@ -135,12 +109,12 @@ static void reply_error(struct mcp_session *s, struct batch *batch, const cJSON 
 }
 
 /* Answers with a result; takes ownership of result (NULL -> {}). */
-static void reply_result(struct mcp_session *s, struct batch *batch, const cJSON *id, cJSON *result)
+void mcp_reply_result(struct mcp_session *s, struct batch *batch, const cJSON *id, cJSON *result)
 {
     char *line = jsonrpc_build_result(id, result);
 
     if (!line) {
-        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        mcp_reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
         return;
     }
     emit(s, batch, line, strlen(line));
@@ -156,10 +130,10 @@ static void reply_built(struct mcp_session *s, struct batch *batch, const cJSON 
 
     if (!line) {
         log_error("mcp: could not build the response to a request (%zu bytes so far)", want);
-        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR,
-                    "internal error: the response could not be built (out of memory or larger "
-                    "than %zu bytes)",
-                    MCP_RESPONSE_MAX);
+        mcp_reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR,
+                        "internal error: the response could not be built (out of memory or larger "
+                        "than %zu bytes)",
+                        MCP_RESPONSE_MAX);
         return;
     }
     emit(s, batch, line, len);
@@ -178,7 +152,7 @@ static void build_tool_result(struct jsonbuf *b, const cJSON *id, const char *id
     if (id_text)
         jsonbuf_put(b, id_text, id_len, NULL);
     else
-        buf_put_id(b, id);
+        mcp_put_id(b, id);
     jsonbuf_puts(b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":", NULL);
     jsonbuf_put_json_string(b, text, text_len, NULL);
     jsonbuf_puts(b, "}]", NULL);
@@ -212,10 +186,10 @@ static void batch_release(struct mcp_session *s, struct batch *b)
         if (line)
             s->be->send(s->ctx, line, len);
         else
-            reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR,
-                        "internal error: the batch response could not be built (out of memory "
-                        "or larger than %zu bytes)",
-                        MCP_RESPONSE_MAX);
+            mcp_reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR,
+                            "internal error: the batch response could not be built (out of memory "
+                            "or larger than %zu bytes)",
+                            MCP_RESPONSE_MAX);
         free(line);
     }
     jsonbuf_cleanup(&b->out);
@@ -223,7 +197,7 @@ static void batch_release(struct mcp_session *s, struct batch *b)
 }
 
 /* Unregisters and frees a call, then lets its batch go on. */
-static void call_done(struct mcp_call *call)
+void mcp_call_done(struct mcp_call *call)
 {
     struct mcp_session *s = call->s;
     struct batch *batch = call->batch;
@@ -240,8 +214,11 @@ static void call_done(struct mcp_call *call)
 static void call_cancel(struct mcp_call *call)
 {
     call->cancelling = true;
-    call->s->be->cancel_call(call->s->ctx, call);
-    call_done(call);
+    if (call->method)
+        call->s->be->cancel_request(call->s->ctx, (struct mcp_request *)call);
+    else
+        call->s->be->cancel_call(call->s->ctx, call);
+    mcp_call_done(call);
 }
 
 /* ---- the engine's own requests ---- */
@@ -255,19 +232,19 @@ static void on_initialize(struct mcp_session *s, struct batch *batch, const cJSO
     cJSON *res, *caps, *server;
 
     if (batch) {
-        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
-                    "initialize must not be part of a JSON-RPC batch");
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                        "initialize must not be part of a JSON-RPC batch");
         return;
     }
     if (s->protocol) {
-        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
-                    "already initialized (protocol version %s)", s->protocol);
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                        "already initialized (protocol version %s)", s->protocol);
         return;
     }
     if (!cJSON_IsString(want)) {
-        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
-                    "initialize: params.protocolVersion must be a string, e.g. \"%s\"",
-                    MCP_PROTOCOL_LATEST);
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                        "initialize: params.protocolVersion must be a string, e.g. \"%s\"",
+                        MCP_PROTOCOL_LATEST);
         return;
     }
     for (size_t i = 0; i < COUNT_OF(protocol_versions); i++)
@@ -280,19 +257,21 @@ static void on_initialize(struct mcp_session *s, struct batch *batch, const cJSO
     if (!cJSON_AddStringToObject(res, "protocolVersion", chosen) || !caps || !server ||
         !cJSON_AddFalseToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged") ||
         !cJSON_AddObjectToObject(caps, "logging") ||
+        (s->be->request && (!cJSON_AddObjectToObject(caps, "resources") ||
+                            !cJSON_AddObjectToObject(caps, "prompts"))) ||
         !cJSON_AddStringToObject(server, "name", info && info->name ? info->name : "runbox") ||
         !cJSON_AddStringToObject(server, "version",
                                  info && info->version ? info->version : RUNBOX_VERSION) ||
         (info && info->instructions &&
          !cJSON_AddStringToObject(res, "instructions", info->instructions))) {
         cJSON_Delete(res);
-        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        mcp_reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
         return;
     }
     s->protocol = chosen;
     log_info("mcp: initialized with protocol %s (client asked for %.40s)", chosen,
              want->valuestring);
-    reply_result(s, batch, id, res);
+    mcp_reply_result(s, batch, id, res);
 }
 
 static void on_set_level(struct mcp_session *s, struct batch *batch, const cJSON *id,
@@ -303,13 +282,13 @@ static void on_set_level(struct mcp_session *s, struct batch *batch, const cJSON
     for (size_t i = 0; cJSON_IsString(level) && i < COUNT_OF(client_log_levels); i++) {
         if (strcmp(level->valuestring, client_log_levels[i]) == 0) {
             s->client_log_level = i;
-            reply_result(s, batch, id, NULL);
+            mcp_reply_result(s, batch, id, NULL);
             return;
         }
     }
-    reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
-                "logging/setLevel: params.level must be one of debug, info, notice, warning, "
-                "error, critical, alert, emergency");
+    mcp_reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                    "logging/setLevel: params.level must be one of debug, info, notice, warning, "
+                    "error, critical, alert, emergency");
 }
 
 static void on_tools_list(struct mcp_session *s, struct batch *batch, const cJSON *id,
@@ -319,19 +298,19 @@ static void on_tools_list(struct mcp_session *s, struct batch *batch, const cJSO
     struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
 
     if (cursor && !cJSON_IsNull(cursor) && !cJSON_IsString(cursor)) {
-        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
-                    "tools/list: params.cursor must be a string, got %s",
-                    jsonrpc_type_name(cursor));
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                        "tools/list: params.cursor must be a string, got %s",
+                        jsonrpc_type_name(cursor));
         return;
     }
     /* Everything fits one page and no nextCursor is ever given, so no cursor is valid. */
     if (cJSON_IsString(cursor)) {
-        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS, "invalid cursor");
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_PARAMS, "invalid cursor");
         return;
     }
     /* The tools array is prebuilt text: splice it in rather than build a tree. */
     jsonbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":", NULL);
-    buf_put_id(&b, id);
+    mcp_put_id(&b, id);
     jsonbuf_puts(&b, ",\"result\":{\"tools\":", NULL);
     jsonbuf_puts(&b, catalog_tools_json(s->cat), NULL);
     jsonbuf_puts(&b, "}}", NULL);
@@ -362,7 +341,7 @@ static int check_arguments(struct mcp_session *s, struct batch *batch, const cJS
         cJSON_DeleteItemFromObjectCaseSensitive(params, "arguments");
         args = cJSON_AddObjectToObject(params, "arguments");
         if (!args) {
-            reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+            mcp_reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
             return -1;
         }
     }
@@ -444,27 +423,27 @@ static void on_tools_call(struct mcp_session *s, struct batch *batch, cJSON *msg
     size_t id_len;
     char *id_text;
 
-    buf_put_id(&idb, id);
+    mcp_put_id(&idb, id);
     if (idb.failed) {
-        reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        mcp_reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
         goto out;
     }
     if (mcp_calls_find(&s->calls, idb.data, idb.len)) {
-        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
-                    "request id %.*s is already in use by a call in flight; use a new id for "
-                    "every request",
-                    (int)(idb.len > 100 ? 100 : idb.len), idb.data);
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                        "request id %.*s is already in use by a call in flight; use a new id for "
+                        "every request",
+                        (int)(idb.len > 100 ? 100 : idb.len), idb.data);
         goto out;
     }
     if (!cJSON_IsObject(params) || !cJSON_IsString(name)) {
-        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
-                    "tools/call: params.name must be a string (the tool's name)");
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_PARAMS,
+                        "tools/call: params.name must be a string (the tool's name)");
         goto out;
     }
     tool = catalog_find(s->cat, name->valuestring);
     if (!tool) {
-        reply_error(s, batch, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s",
-                    name->valuestring);
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s",
+                        name->valuestring);
         goto out;
     }
     if (check_arguments(s, batch, id, params, tool, nul_escape, &args) < 0)
@@ -473,7 +452,7 @@ static void on_tools_call(struct mcp_session *s, struct batch *batch, cJSON *msg
     if (id_text && call_start(s, batch, msg, id_text, id_len, tool, args) == 0)
         return; /* msg and id_text now belong to the call */
     free(id_text);
-    reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+    mcp_reply_error(s, batch, id, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
 out:
     jsonbuf_cleanup(&idb);
     cJSON_Delete(msg);
@@ -488,7 +467,7 @@ static bool id_in_flight(const struct mcp_session *s, const cJSON *id)
 
     if (!s->calls.count)
         return false;
-    buf_put_id(&b, id);
+    mcp_put_id(&b, id);
     found = !b.failed && mcp_calls_find(&s->calls, b.data, b.len);
     jsonbuf_cleanup(&b);
     return found;
@@ -507,22 +486,27 @@ static void on_request(struct mcp_session *s, struct batch *batch, cJSON *msg, b
     }
     log_debug("mcp: request %.64s", method);
     if (id_in_flight(s, id))
-        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
-                    "request id is already in use by a call in flight; use a new id for every "
-                    "request");
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                        "request id is already in use by a call in flight; use a new id for every "
+                        "request");
     else if (strcmp(method, "initialize") == 0)
         on_initialize(s, batch, id, params);
     else if (strcmp(method, "ping") == 0)
-        reply_result(s, batch, id, NULL);
+        mcp_reply_result(s, batch, id, NULL);
     else if (!s->protocol)
-        reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
-                    "not initialized: send initialize first (got %.100s)", method);
+        mcp_reply_error(s, batch, id, JSONRPC_INVALID_REQUEST,
+                        "not initialized: send initialize first (got %.100s)", method);
     else if (strcmp(method, "tools/list") == 0)
         on_tools_list(s, batch, id, params);
     else if (strcmp(method, "logging/setLevel") == 0)
         on_set_level(s, batch, id, params);
-    else
-        reply_error(s, batch, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
+    else if (s->be->request && strcmp(method, "resources/templates/list") == 0)
+        mcp_requests_templates(s, batch, id, params);
+    else if (s->be->request && mcp_requests_is_backend(method)) {
+        mcp_requests_start(s, batch, msg, id, method);
+        return; /* msg was handed on */
+    } else
+        mcp_reply_error(s, batch, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
     cJSON_Delete(msg);
 }
 
@@ -536,7 +520,7 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
         log_debug("mcp: notifications/cancelled without a usable requestId; ignored");
         return;
     }
-    buf_put_id(&b, rid);
+    mcp_put_id(&b, rid);
     if (!b.failed)
         call = mcp_calls_find(&s->calls, b.data, b.len);
     if (call) {
@@ -579,12 +563,12 @@ static void handle_one(struct mcp_session *s, struct batch *batch, cJSON *msg, b
         log_debug("mcp: a response from the client was ignored (we send no requests)");
         break;
     case JSONRPC_KIND_BATCH:
-        reply_error(s, batch, NULL, JSONRPC_INVALID_REQUEST,
-                    "Invalid Request: a batch must not contain another batch");
+        mcp_reply_error(s, batch, NULL, JSONRPC_INVALID_REQUEST,
+                        "Invalid Request: a batch must not contain another batch");
         break;
     case JSONRPC_KIND_INVALID:
-        reply_error(s, batch, jsonrpc_usable_id(msg), JSONRPC_INVALID_REQUEST,
-                    "Invalid Request: %s", why);
+        mcp_reply_error(s, batch, jsonrpc_usable_id(msg), JSONRPC_INVALID_REQUEST,
+                        "Invalid Request: %s", why);
         break;
     }
     cJSON_Delete(msg);
@@ -597,23 +581,23 @@ static void handle_batch(struct mcp_session *s, cJSON *arr, bool nul_escape)
 
     if (!s->protocol || strcmp(s->protocol, MCP_BATCH_VERSION) != 0) {
         if (s->protocol)
-            reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
-                        "JSON-RPC batches (arrays) are not supported with the negotiated "
-                        "protocol version %s (only %s has them); send one message per line",
-                        s->protocol, MCP_BATCH_VERSION);
+            mcp_reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
+                            "JSON-RPC batches (arrays) are not supported with the negotiated "
+                            "protocol version %s (only %s has them); send one message per line",
+                            s->protocol, MCP_BATCH_VERSION);
         else
-            reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
-                        "JSON-RPC batches (arrays) are not supported before initialize; send "
-                        "one message per line");
+            mcp_reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
+                            "JSON-RPC batches (arrays) are not supported before initialize; send "
+                            "one message per line");
         goto out;
     }
     if (!arr->child) {
-        reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch");
+        mcp_reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch");
         goto out;
     }
     b = calloc(1, sizeof(*b));
     if (!b) {
-        reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+        mcp_reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
         goto out;
     }
     jsonbuf_init(&b->out, MCP_RESPONSE_MAX);
@@ -687,11 +671,11 @@ void mcp_session_handle(struct mcp_session *s, const char *text, size_t len)
         msg = jsonrpc_parse(text, len, &err);
     if (!msg) {
         if (err.kind == ERR_TOO_LARGE)
-            reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: %s", err.msg);
+            mcp_reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: %s", err.msg);
         else if (err.kind == ERR_NOMEM)
-            reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
+            mcp_reply_error(s, NULL, NULL, JSONRPC_INTERNAL_ERROR, "internal error: out of memory");
         else
-            reply_error(s, NULL, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
+            mcp_reply_error(s, NULL, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
         return;
     }
     if (cJSON_IsArray(msg))
@@ -702,9 +686,9 @@ void mcp_session_handle(struct mcp_session *s, const char *text, size_t len)
 
 void mcp_session_reject_oversized(struct mcp_session *s, size_t bytes, size_t limit)
 {
-    reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
-                "message of %zu bytes exceeds the limit of %zu bytes; nothing was done", bytes,
-                limit);
+    mcp_reply_error(s, NULL, NULL, JSONRPC_INVALID_REQUEST,
+                    "message of %zu bytes exceeds the limit of %zu bytes; nothing was done", bytes,
+                    limit);
 }
 
 const char *mcp_session_protocol(const struct mcp_session *s)
@@ -776,13 +760,20 @@ void mcp_call_progress(struct mcp_call *call, double progress, double total, con
 
 void mcp_call_finish(struct mcp_call *call, cJSON *result)
 {
+    mcp_call_finish_structured(call, result, NULL);
+}
+
+void mcp_call_finish_structured(struct mcp_call *call, cJSON *result, cJSON *structured)
+{
     struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
-    char *printed = NULL;
-    const char *text = "", *structured = NULL;
-    size_t text_len = 0;
+    char *printed = NULL, *printed_sc = NULL;
+    const char *text = "", *sc = NULL;
+    size_t text_len = 0, sc_len = 0;
+    bool has_schema = catalog_tool_output_schema(call->tool) != NULL;
 
     if (call->cancelling) { /* finished from inside cancel_call: the call is being dropped */
         cJSON_Delete(result);
+        cJSON_Delete(structured);
         return;
     }
     if (cJSON_IsString(result)) {
@@ -795,18 +786,29 @@ void mcp_call_finish(struct mcp_call *call, cJSON *result)
         } else {
             text = printed;
             text_len = strlen(printed);
-            if (cJSON_IsObject(result) && catalog_tool_output_schema(call->tool))
-                structured = printed;
+            if (cJSON_IsObject(result) && has_schema && !structured) {
+                sc = printed;
+                sc_len = text_len;
+            }
         }
     }
+    if (cJSON_IsObject(structured) && has_schema) {
+        printed_sc = cJSON_PrintUnformatted(structured);
+        if (!printed_sc)
+            b.failed = true;
+        sc = printed_sc;
+        sc_len = printed_sc ? strlen(printed_sc) : 0;
+    }
     if (!b.failed)
-        build_tool_result(&b, call->id, call->id_text, call->id_len, text, text_len, false,
-                          structured, structured ? text_len : 0);
+        build_tool_result(&b, call->id, call->id_text, call->id_len, text, text_len, false, sc,
+                          sc_len);
     log_debug("mcp: call %s finished (%zu bytes of text)", call->id_text, text_len);
     reply_built(call->s, call->batch, call->id, &b);
     cJSON_free(printed);
+    cJSON_free(printed_sc);
     cJSON_Delete(result);
-    call_done(call);
+    cJSON_Delete(structured);
+    mcp_call_done(call);
 }
 
 void mcp_call_fail(struct mcp_call *call, const char *error, bool timeout)
@@ -828,5 +830,5 @@ void mcp_call_fail(struct mcp_call *call, const char *error, bool timeout)
     log_debug("mcp: call %s failed%s: %.200s", call->id_text, timeout ? " (timeout)" : "", error);
     reply_built(call->s, call->batch, call->id, &b);
     jsonbuf_cleanup(&inner);
-    call_done(call);
+    mcp_call_done(call);
 }

@@ -18,6 +18,11 @@
  * notifications/cancelled for a call in flight calls the back end's cancel_call and no
  * response is ever sent for that id.
  *
+ * Resources and prompts: when the back end has a request op, initialize declares "resources"
+ * and "prompts", resources/templates/list is answered here, and resources/list|read and
+ * prompts/list|get are checked (-32602 for bad params) and handed to the back end as a
+ * struct mcp_request, answered with a result or any JSON-RPC error (mcp_requests.c).
+ *
  * Thread-safety: a session and its calls belong to one thread (the transport's loop). */
 #ifndef COMMON_MCP_H
 #define COMMON_MCP_H
@@ -33,6 +38,7 @@
 
 struct mcp_session; /* opaque */
 struct mcp_call;    /* opaque: one tools/call in flight */
+struct mcp_request; /* opaque: one resources/prompts request in flight */
 
 struct mcp_server_info {
     const char *name;         /* serverInfo.name, e.g. "runbox" */
@@ -50,6 +56,15 @@ struct mcp_backend {
     /* Delivers one message to the client: compact JSON of len bytes, no newline, not
      * NUL-terminated necessarily. */
     void (*send)(void *ctx, const char *json, size_t len);
+    /* Starts a resources/list, resources/read, prompts/list or prompts/get whose params the
+     * engine checked (cursor a string; uri a string; name a string and arguments an object of
+     * strings). The back end answers exactly once with mcp_request_finish() or
+     * mcp_request_fail(), as for calls. NULL: the server has no resources and prompts (the
+     * capabilities are not declared and these methods are -32601). resources/templates/list
+     * is answered by the engine (file:///{path}, "Workspace file"). */
+    void (*request)(void *ctx, struct mcp_request *req);
+    /* As cancel_call, for a request. Required when request is set. */
+    void (*cancel_request)(void *ctx, struct mcp_request *req);
 };
 
 /* Creates a session. cat, be and info are borrowed and must outlive the session; ctx is
@@ -94,8 +109,29 @@ void mcp_call_progress(struct mcp_call *call, double progress, double total, con
  * of result (NULL means an empty string). The call is freed: do not use it afterwards. */
 void mcp_call_finish(struct mcp_call *call, cJSON *result);
 
+/* Like mcp_call_finish(), for a tool that answers with text plus the same facts as an object
+ * (exec): the text content is result's, and structured (when an object and the tool has an
+ * outputSchema) becomes structuredContent. Takes ownership of both (either may be NULL). */
+void mcp_call_finish_structured(struct mcp_call *call, cJSON *result, cJSON *structured);
+
 /* Answers the call as a tool failure: isError with {"error":error,"timeout":timeout} as the
  * text. error is copied. The call is freed: do not use it afterwards. */
 void mcp_call_fail(struct mcp_call *call, const char *error, bool timeout);
+
+/* ---- for the back end, while a request is in flight ---- */
+
+/* The method, e.g. "resources/read". Borrowed. */
+const char *mcp_request_method(const struct mcp_request *req);
+/* The params object (an empty object when the client sent none). Borrowed. */
+const cJSON *mcp_request_params(const struct mcp_request *req);
+const char *mcp_request_id_text(const struct mcp_request *req); /* as mcp_call_id_text */
+void mcp_request_set_data(struct mcp_request *req, void *data);
+void *mcp_request_get_data(const struct mcp_request *req);
+
+/* Answers with result (an object; takes ownership; NULL means {}). req is freed. */
+void mcp_request_finish(struct mcp_request *req, cJSON *result);
+
+/* Answers with the JSON-RPC error code and message (copied). req is freed. */
+void mcp_request_fail(struct mcp_request *req, int code, const char *message);
 
 #endif /* COMMON_MCP_H */

@@ -6,6 +6,8 @@
  * parsed, the body is read once into one buffer, and the answer is written with an exact
  * Content-Length so the connection stays alive. Nothing above debug is logged per request. */
 #include "api.h"
+#include "api_resources.h"
+#include "api_bridge.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -29,7 +31,9 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "schema.h"
+#include "proc.h"
 #include "tools.h"
+#include "bridge.h"
 #include "vfs.h"
 
 #define API_RESPONSE_MAX (256u << 20) /* far above any tool's capped output */
@@ -44,7 +48,6 @@ struct api {
     bool fsync, allow_network;
     const struct tools_ctx *tools; /* borrowed */
     const struct catalog *cat;
-    char *bwrap;      /* owned: bwrap's path on PATH, or NULL */
     char *tools_json; /* owned: {"tools":[...]} */
     size_t tools_len;
     char id_prefix[32];
@@ -143,6 +146,45 @@ static int send_errinfo(struct mg_connection *conn, const struct errinfo *err)
 
 /* ---- the endpoints ---- */
 
+/* The bridge's status ({"connected":false,...} when it is not running). */
+static int put_studio_status(struct api *a, struct jsonbuf *b)
+{
+    cJSON *st = a->tools && a->tools->bridge ? bridge_status_json(a->tools->bridge) : NULL;
+    char *text = st ? cJSON_PrintUnformatted(st) : NULL;
+    int rc;
+
+    cJSON_Delete(st);
+    if (text)
+        rc = jsonbuf_put(b, text, strlen(text), NULL);
+    else
+        rc = jsonbuf_puts(b,
+                          "{\"connected\":false,\"active\":null,\"instances\":[],"
+                          "\"queue_depth\":0}",
+                          NULL);
+    free(text);
+    return rc;
+}
+
+/* The exec engine's sandbox facts (proc.h), or what is known without it. */
+static int put_sandbox_status(struct api *a, struct jsonbuf *b)
+{
+    cJSON *j = a->tools && a->tools->proc ? proc_sandbox_json(a->tools->proc) : NULL;
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    int rc = 0;
+
+    cJSON_Delete(j);
+    if (text) {
+        rc = jsonbuf_puts(b, text, NULL);
+        free(text);
+        return rc;
+    }
+    /* Only a daemon built without the exec engine (the unit test) gets here. */
+    return jsonbuf_puts(b,
+                        "{\"available\":false,\"bwrap\":null,"
+                        "\"reason\":\"exec is not running in this daemon\"}",
+                        NULL);
+}
+
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
@@ -157,16 +199,13 @@ static int handle_health(struct api *a, struct mg_connection *conn)
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= jsonbuf_put_json_string(&b, a->workspace, strlen(a->workspace), NULL);
     n = snprintf(head, sizeof(head),
-                 ",\"fsync\":%s,\"allow_network\":%s,\"sandbox\":"
-                 "{\"available\":%s,\"bwrap\":",
-                 a->fsync ? "true" : "false", a->allow_network ? "true" : "false",
-                 a->bwrap ? "true" : "false");
+                 ",\"fsync\":%s,\"allow_network\":%s,\"sandbox\":", a->fsync ? "true" : "false",
+                 a->allow_network ? "true" : "false");
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
-    if (a->bwrap)
-        rc |= jsonbuf_put_json_string(&b, a->bwrap, strlen(a->bwrap), NULL);
-    else
-        rc |= jsonbuf_put(&b, "null", 4, NULL);
-    rc |= jsonbuf_put(&b, "},\"studio\":{\"connected\":false,\"instances\":[]}}", 46, NULL);
+    rc |= put_sandbox_status(a, &b);
+    rc |= jsonbuf_put(&b, ",\"studio\":", 10, NULL);
+    rc |= put_studio_status(a, &b);
+    rc |= jsonbuf_put(&b, "}", 1, NULL);
     if (rc)
         n = send_error(conn, 503, "out of memory");
     else
@@ -289,6 +328,10 @@ static int send_tool_answer(struct mg_connection *conn, const char *id,
             rc |= jsonbuf_put(&b, res->data, res->len, &err);
         else
             rc |= jsonbuf_put_json_string(&b, res->data, res->len, &err);
+        if (res->structured) {
+            rc |= jsonbuf_put(&b, ",\"structured\":", 14, &err);
+            rc |= jsonbuf_puts(&b, res->structured, &err);
+        }
     } else {
         rc |= jsonbuf_put(&b, "\",\"error\":", 10, &err);
         rc |= jsonbuf_put_json_string(&b, terr->msg, strlen(terr->msg), &err);
@@ -325,6 +368,8 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     }
     snprintf(id, sizeof(id), "%s-%" PRIuFAST64, a->id_prefix,
              atomic_fetch_add_explicit(&a->next_id, 1, memory_order_relaxed));
+    if (catalog_tool_route(tool) == CATALOG_ROUTE_STUDIO)
+        return api_bridge_call(ctx, conn, id, name, args);
     if (tools_call(ctx, name, args, &res, &terr) < 0) {
         log_debug("api: call %s %s failed: %s", id, name, terr.msg);
         status = send_tool_answer(conn, id, NULL, &terr);
@@ -437,6 +482,10 @@ static int route(struct api *a, struct mg_connection *conn, const char *method, 
         }
         return handle_tool(a, conn, path + 6);
     }
+    if (api_resources_is_path(path))
+        return api_resources_handle(a->tools, conn, method, path);
+    if (api_bridge_is_path(path))
+        return api_bridge_handle(a->tools, conn, method, path);
     snprintf(msg, sizeof(msg), "no such endpoint: %.200s; %s", path, endpoints);
     return send_error(conn, 404, msg);
 }
@@ -492,28 +541,6 @@ int pthread_attr_setstacksize(pthread_attr_t *attr, size_t size)
             return ENOSYS;
     }
     return real(attr, size < API_STACK_MIN ? API_STACK_MIN : size);
-}
-
-/* bwrap's path on PATH (owned), or NULL. */
-static char *find_on_path(const char *prog)
-{
-    const char *path = getenv("PATH");
-    char buf[4096];
-
-    if (!path || !path[0])
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path) {
-        const char *sep = strchr(path, ':');
-        size_t n = sep ? (size_t)(sep - path) : strlen(path);
-        int w = snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog);
-
-        if (n > 0 && w > 0 && (size_t)w < sizeof(buf) && access(buf, X_OK) == 0)
-            return strdup(buf);
-        path += n;
-        if (*path == ':')
-            path++;
-    }
-    return NULL;
 }
 
 static void port_in_use(int port, struct errinfo *err)
@@ -698,7 +725,6 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
     a->allow_network = opt->allow_network;
     a->tools = opt->tools;
     a->cat = catalog_builtin();
-    a->bwrap = find_on_path("bwrap");
     /* Call ids: unique across restarts (start time) and within a run (the counter). */
     snprintf(a->id_prefix, sizeof(a->id_prefix), "c%lx%x", (unsigned long)time(NULL),
              (unsigned)getpid() & 0xffff);
@@ -738,7 +764,6 @@ void api_stop(struct api *a)
         memset(a->token, 0, strlen(a->token));
     free(a->token);
     free(a->workspace);
-    free(a->bwrap);
     free(a->tools_json);
     free(a);
 }

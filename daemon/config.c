@@ -19,7 +19,7 @@
 #define TOKEN_FILE_MAX  4096
 
 static const char *const file_keys =
-    "port, bind, workspace, allow_network, log_level, user, fsync, token_file";
+    "port, bind, workspace, allow_network, log_level, user, fsync, token_file, exec_<limit>";
 
 static int set_str(char **dst, const char *value, struct errinfo *err)
 {
@@ -82,6 +82,7 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
     cfg->log_level = LOG_WARN;
     cfg->fsync = true;
     cfg->home = env->home;
+    exec_limits_default(&cfg->exec);
     /* With neither XDG_DATA_HOME nor HOME there is no default workspace; config_validate says so
      * unless a flag or the file names one. */
     cfg->workspace = xdg_path(env->xdg_data_home, env->home, ".local/share", "workspace");
@@ -265,6 +266,14 @@ static int file_item(struct config *cfg, const char *path, const cJSON *item, st
     for (size_t i = 0; i < sizeof(string_keys) / sizeof(string_keys[0]); i++)
         if (strcmp(key, string_keys[i]) == 0)
             return file_string(cfg, path, item, err);
+    if (strncmp(key, "exec_", 5) == 0 && exec_limits_has(key + 5)) {
+        char src[300];
+
+        snprintf(src, sizeof(src), "%s: key \"%s\"", path, key);
+        if (!cJSON_IsNumber(item))
+            return file_type_error(path, key, "a whole number", item, err);
+        return exec_limits_set_number(&cfg->exec, src, key + 5, item->valuedouble, err);
+    }
     errinfo_set(err, ERR_INVALID, "%s: unknown key \"%.60s\" (accepted: %s)", path, key, file_keys);
     return -1;
 }
@@ -423,12 +432,46 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
     return 0;
 }
 
+/* "--exec-<key> N" or "--exec-<key>=N" (key with '-' for '_'): 1 when argv[*i] was one (and
+ * applied), 0 when it is another option, -1 on error. */
+static int apply_exec_flag(struct config *cfg, int argc, char *const argv[], int *i,
+                           struct errinfo *err)
+{
+    const char *arg = argv[*i], *eq = strchr(arg, '='), *value;
+    char key[64], flag[80];
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+
+    if (strncmp(arg, "--exec-", 7) != 0 || n - 7 >= sizeof(key))
+        return 0;
+    for (size_t k = 7; k < n; k++)
+        key[k - 7] = arg[k] == '-' ? '_' : arg[k];
+    key[n - 7] = '\0';
+    if (!exec_limits_has(key))
+        return 0;
+    snprintf(flag, sizeof(flag), "%.*s", (int)n, arg);
+    if (eq) {
+        value = eq + 1;
+    } else if (*i + 1 < argc) {
+        value = argv[++*i];
+    } else {
+        errinfo_set(err, ERR_INVALID, "%s needs a value; see runboxd --help", flag);
+        return -1;
+    }
+    return exec_limits_set(&cfg->exec, flag, key, value, err) < 0 ? -1 : 1;
+}
+
 int config_apply_args(struct config *cfg, int argc, char *const argv[], struct errinfo *err)
 {
     for (int i = 1; i < argc; i++) {
         const char *value = NULL;
-        const struct opt *o = match_opt(argc, argv, &i, &value, err);
+        const struct opt *o;
+        int done = apply_exec_flag(cfg, argc, argv, &i, err);
 
+        if (done < 0)
+            return -1;
+        if (done)
+            continue;
+        o = match_opt(argc, argv, &i, &value, err);
         if (!o || apply_opt(cfg, o, value, err) < 0)
             return -1;
     }
@@ -583,8 +626,7 @@ const char *config_usage(void)
            "                      ~/.local/share/runbox/workspace)\n"
            "  --config FILE       JSON config file (default $XDG_CONFIG_HOME/runbox/config.json;\n"
            "                      a missing default file is fine)\n"
-           "  --allow-network     let sandboxed commands use the network (stored and shown in\n"
-           "                      /health; exec comes in a later release)\n"
+           "  --allow-network     let commands run by exec use the network (default: none)\n"
            "  --log-level LEVEL   error, warn, info, debug or trace (default: RUNBOX_LOG, else\n"
            "                      warn); logs go to stderr\n"
            "  --user NAME         the account to run as when started as root (default: the\n"
@@ -592,11 +634,22 @@ const char *config_usage(void)
            "  --no-fsync          do not fsync written files (faster, less durable)\n"
            "  --token-file FILE   require \"Authorization: Bearer <token>\" with the token in\n"
            "                      FILE (RUNBOX_TOKEN sets the token directly)\n"
+           "  --exec-timeout-ms N       exec: default wall-clock limit (60000)\n"
+           "  --exec-timeout-max-ms N   exec: most a call may ask for (110000)\n"
+           "  --exec-cpu-s N            exec: CPU seconds per process (600)\n"
+           "  --exec-memory-mb N        exec: data memory per process, MiB (2048)\n"
+           "  --exec-procs N            exec: processes in one sandbox (256)\n"
+           "  --exec-file-size-mb N     exec: largest file a command may write, MiB (256)\n"
+           "  --exec-output-bytes N     exec: output kept per stream (1048576)\n"
+           "  --exec-tmp-mb N           exec: size of the private /tmp, MiB (512)\n"
+           "  --exec-background-max N   exec: background processes at once (8)\n"
+           "  --exec-concurrent-max N   exec: commands running at once; more wait (8)\n"
            "  --version           print the version and exit\n"
            "  --help              print this help and exit\n"
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
-           "allow_network, log_level, user, fsync, token_file. Flags beat the environment,\n"
+           "allow_network, log_level, user, fsync, token_file, and exec_<limit> (e.g.\n"
+           "\"exec_timeout_ms\": 120000). Flags beat the environment,\n"
            "which beats the file.\n"
            "\n"
            "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health.\n"

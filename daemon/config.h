@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "errinfo.h"
+#include "exec.h"
 #include "log.h"
 
 #define CONFIG_DEFAULT_PORT 7766
@@ -43,7 +44,8 @@ struct config {
     char *token;      /* owned: from RUNBOX_TOKEN (when no --token-file); never logged */
     bool show_help;   /* --help: print config_usage() and exit 0 */
     bool show_version;
-    const char *home; /* borrowed from config_init's env: expands "~/" in the file's paths */
+    const char *home;        /* borrowed from config_init's env: expands "~/" in the file's paths */
+    struct exec_limits exec; /* --exec-<key> flags, "exec_<key>" file keys (exec.h) */
 };
 
 /* Sets the defaults (workspace from env, config file path from env). Cannot fail except for

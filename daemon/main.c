@@ -14,10 +14,13 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "bridge.h"
 #include "config.h"
+#include "console.h"
 #include "errinfo.h"
 #include "log.h"
 #include "privdrop.h"
+#include "proc.h"
 #include "tools.h"
 #include "vfs.h"
 
@@ -85,9 +88,24 @@ static int check_user(const struct config *cfg)
     return -1;
 }
 
-static int serve(const struct config *cfg, struct vfs *v, const sigset_t *stop)
+static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
+                               struct errinfo *err)
 {
-    struct tools_ctx tools = {.vfs = v};
+    struct proc_options popt = {
+        .ws_fd = vfs_root_fd(v),
+        .allow_network = cfg->allow_network,
+        .limits = cfg->exec,
+        .console = console,
+    };
+
+    return proc_new(&popt, err);
+}
+
+static int serve(const struct config *cfg, struct vfs *v, struct console *console,
+                 const sigset_t *stop)
+{
+    /* Without a bridge (out of memory) the Studio tools say it is not running. */
+    struct tools_ctx tools = {.vfs = v, .console = console, .bridge = bridge_new(NULL, NULL)};
     struct api_options opt = {
         .bind = cfg->bind,
         .port = cfg->port,
@@ -98,21 +116,36 @@ static int serve(const struct config *cfg, struct vfs *v, const sigset_t *stop)
         .tools = &tools,
     };
     struct errinfo err = {0};
-    struct api *a = api_start(&opt, &err);
+    struct api *a = NULL;
     int sig = 0;
 
-    if (!a)
+    /* The exec engine's supervisor thread starts here, after root was dropped. */
+    tools.proc = start_exec(cfg, v, console, &err);
+    a = tools.proc ? api_start(&opt, &err) : NULL;
+    if (!a) {
+        proc_free(tools.proc);
+        bridge_free(tools.bridge);
         return fail(1, &err);
+    }
     printf("runboxd: listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "", cfg->bind,
            strchr(cfg->bind, ':') ? "]" : "", api_port(a));
     fflush(stdout);
     log_info("runboxd: workspace %s, fsync %s, network %s, token %s", opt.workspace,
              cfg->fsync ? "on" : "off", cfg->allow_network ? "allowed" : "off",
              cfg->token ? "required" : "none");
+    console_appendf(console, CONSOLE_INFO, CONSOLE_SRC_DAEMON, 0,
+                    "runboxd %s started: workspace %s, port %d", RUNBOX_VERSION, opt.workspace,
+                    api_port(a));
     while (sigwait(stop, &sig) != 0)
         ;
     log_info("runboxd: %s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    console_appendf(console, CONSOLE_INFO, CONSOLE_SRC_DAEMON, 0, "runboxd shutting down (%s)",
+                    sig == SIGINT ? "SIGINT" : "SIGTERM");
+    bridge_shutdown(tools.bridge); /* parked polls and waiting calls end now, not in 15 s */
+    proc_shutdown(tools.proc);     /* every sandbox is killed; running execs answer now */
     api_stop(a);
+    proc_free(tools.proc);
+    bridge_free(tools.bridge);
     return 0;
 }
 
@@ -122,6 +155,7 @@ int main(int argc, char *argv[])
     struct vfs_options vopt = {0};
     struct errinfo err = {0};
     struct vfs *v = NULL;
+    struct console *console = NULL;
     sigset_t stop;
     int status;
 
@@ -150,8 +184,15 @@ int main(int argc, char *argv[])
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
-    status = serve(&cfg, v, &stop);
+    /* Default bounds (CONSOLE_ENTRIES_DEFAULT entries, CONSOLE_BYTES_DEFAULT bytes). */
+    console = console_new(0, 0, &err);
+    if (!console) {
+        status = fail(1, &err);
+        goto out;
+    }
+    status = serve(&cfg, v, console, &stop);
 out:
+    console_free(console);
     vfs_free(v);
     config_cleanup(&cfg);
     return status;

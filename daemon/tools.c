@@ -12,8 +12,19 @@ struct tool_row {
 
 /* Every name here is a catalog tool with route "local"; test_tools checks both directions. */
 static const struct tool_row tool_table[] = {
-    {"list_dir", tools_list_dir}, {"read_file", tools_read_file},   {"remove", tools_remove},
-    {"search", tools_search},     {"write_file", tools_write_file},
+    {"list_dir", tools_list_dir},
+    {"read_file", tools_read_file},
+    {"remove", tools_remove},
+    {"search", tools_search},
+    {"write_file", tools_write_file},
+    {"console_logs", tools_console_logs},
+    {"exec", tools_exec},
+    {"process_list", tools_process_list},
+    {"kill", tools_kill},
+    {"list_studios", tools_list_studios},
+    {"set_active_studio", tools_set_active_studio},
+    {"get_console_output", tools_get_console_output},
+    {"clear_console_output", tools_clear_console_output},
 };
 
 static tools_fn find(const char *name)
@@ -50,6 +61,8 @@ void tools_result_cleanup(struct tools_result *r)
 {
     free(r->data);
     r->data = NULL;
+    free(r->structured);
+    r->structured = NULL;
     r->len = 0;
     r->is_json = false;
 }

@@ -31,9 +31,12 @@ struct tools_ctx {
 };
 
 struct tools_result {
-    char *data;   /* owned (free with tools_result_cleanup); NUL-terminated */
-    size_t len;   /* bytes in data */
-    bool is_json; /* data is serialized JSON (else plain text, to be sent as a JSON string) */
+    char *data;       /* owned (free with tools_result_cleanup); NUL-terminated */
+    size_t len;       /* bytes in data */
+    bool is_json;     /* data is serialized JSON (else plain text, to be sent as a JSON string) */
+    char *structured; /* owned, or NULL: serialized JSON object with the same facts as a text
+                         result (MCP structuredContent); the HTTP answer carries it as
+                         "structured" beside "result" */
 };
 
 void tools_result_cleanup(struct tools_result *r); /* safe on a zeroed struct */
@@ -62,6 +65,32 @@ int tools_remove(const struct tools_ctx *ctx, const cJSON *args, struct tools_re
                  struct errinfo *err);
 int tools_search(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
                  struct errinfo *err);
+
+/* The exec tool handlers (tools_exec.c). */
+int tools_exec(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+               struct errinfo *err);
+int tools_process_list(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                       struct errinfo *err);
+int tools_kill(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+               struct errinfo *err);
+
+/* Pure. The workspace as commands see it is /workspace: "/workspace" and "/workspace/x" name
+ * "/" and "/x". Returns path itself, a pointer into it, or a static "/" (tools_exec.c). */
+const char *tools_workspace_alias(const char *path);
+
+/* The console tool handler (tools_console.c). */
+int tools_console_logs(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                       struct errinfo *err);
+
+/* The Studio tools the daemon answers itself (tools_studio.c). */
+int tools_list_studios(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                       struct errinfo *err);
+int tools_set_active_studio(const struct tools_ctx *ctx, const cJSON *args,
+                            struct tools_result *out, struct errinfo *err);
+int tools_get_console_output(const struct tools_ctx *ctx, const cJSON *args,
+                             struct tools_result *out, struct errinfo *err);
+int tools_clear_console_output(const struct tools_ctx *ctx, const cJSON *args,
+                               struct tools_result *out, struct errinfo *err);
 
 /* Pure. Base64 (RFC 4648, padding optional, whitespace ignored) into an owned buffer
  * (free with free()); fails with ERR_INVALID naming the position of the first bad character. */

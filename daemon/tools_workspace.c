@@ -249,7 +249,7 @@ static int read_text(const char *path, const struct vfs_data *d, struct tools_re
 int tools_read_file(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
                     struct errinfo *err)
 {
-    const char *path = arg_str(args, "path", "");
+    const char *path = tools_workspace_alias(arg_str(args, "path", ""));
     uint64_t offset = arg_u64(args, "offset", 0);
     uint64_t length = arg_u64(args, "length", 0);
     struct vfs_data d = {0};
@@ -274,7 +274,7 @@ int tools_write_file(const struct tools_ctx *ctx, const cJSON *args, struct tool
                      struct errinfo *err)
 {
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(args, "content");
-    const char *path = arg_str(args, "path", "");
+    const char *path = tools_workspace_alias(arg_str(args, "path", ""));
     char norm[VFS_PATH_MAX + 1];
     char *decoded = NULL;
     const char *data = cJSON_IsString(content) ? content->valuestring : "";
@@ -387,7 +387,8 @@ int tools_list_dir(const struct tools_ctx *ctx, const cJSON *args, struct tools_
     struct vfs_listing l = {0};
     int rc = -1;
 
-    if (vfs_normalize(arg_str(args, "path", "/"), norm, sizeof(norm), err) < 0)
+    if (vfs_normalize(tools_workspace_alias(arg_str(args, "path", "/")), norm, sizeof(norm), err) <
+        0)
         goto out;
     if (vfs_list(ctx->vfs, norm, 0, &l, err) < 0)
         goto out;
@@ -406,7 +407,8 @@ int tools_remove(const struct tools_ctx *ctx, const cJSON *args, struct tools_re
     uint64_t removed = 0;
     cJSON *res;
 
-    if (vfs_normalize(arg_str(args, "path", ""), norm, sizeof(norm), err) < 0)
+    if (vfs_normalize(tools_workspace_alias(arg_str(args, "path", "")), norm, sizeof(norm), err) <
+        0)
         return -1;
     if (vfs_remove(ctx->vfs, norm, arg_bool(args, "recursive", false), &removed, err) < 0)
         return -1;
@@ -450,7 +452,7 @@ int tools_search(const struct tools_ctx *ctx, const cJSON *args, struct tools_re
     size_t len;
 
     o.query = arg_str(args, "query", "");
-    o.path = arg_str(args, "path", "/");
+    o.path = tools_workspace_alias(arg_str(args, "path", "/"));
     o.ext = arg_str(args, "ext", NULL);
     o.regex = arg_bool(args, "regex", false);
     o.case_sensitive = arg_bool(args, "case_sensitive", true);

@@ -144,4 +144,18 @@ int vfs_search(struct vfs *v, const struct vfs_search_opts *opts, struct vfs_sea
                struct errinfo *err);
 void vfs_search_result_cleanup(struct vfs_search_result *r); /* safe on a zeroed struct */
 
+/* ---- vfs_walk.c ---- */
+
+/* Called for each regular file of a walk: path is its VFS path, borrowed for the call. A
+ * non-zero return stops the walk. */
+typedef int (*vfs_walk_fn)(void *ctx, const char *path, const struct vfs_stat *st);
+
+/* Gives every regular file of the workspace to cb in path order (components compared
+ * bytewise, so "/a/z" comes before "/a.txt"), starting strictly after the VFS path `after`
+ * (NULL or "" = from the start), at most limit files (0 = no limit). Symlinks are never
+ * followed nor given; unreadable directories are skipped. *more (may be NULL) tells whether
+ * files remain after the last one given. Returns 0, or -1 with err set. */
+int vfs_walk_files(struct vfs *v, const char *after, size_t limit, vfs_walk_fn cb, void *ctx,
+                   bool *more, struct errinfo *err);
+
 #endif /* DAEMON_VFS_H */

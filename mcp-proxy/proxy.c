@@ -47,9 +47,12 @@ struct proxy;
 
 struct pcall {
     struct proxy *p;
-    struct mcp_call *call;    /* borrowed from the engine until it is answered or cancelled */
-    struct upstream_req *req; /* the request in flight, or NULL while queued */
-    char *body;               /* owned: the arguments object as compact JSON */
+    struct mcp_call *call;       /* borrowed from the engine until it is answered or cancelled */
+    struct mcp_request *request; /* instead of call: a resources/prompts request, or NULL */
+    char *url;                   /* owned: the request's path and query, or NULL (a call) */
+    bool get;                    /* url is fetched with GET (else POSTed with body) */
+    struct upstream_req *req;    /* the request in flight, or NULL while queued */
+    char *body;                  /* owned: the arguments object as compact JSON */
     size_t body_len;
     bool queued;               /* waiting for runboxd to come up */
     struct pcall *prev, *next; /* in the waiting queue */
@@ -149,6 +152,7 @@ static void pcall_free(struct pcall *pc)
     if (!pc)
         return;
     free(pc->body);
+    free(pc->url);
     free(pc);
 }
 
@@ -182,9 +186,13 @@ static void dequeue(struct proxy *p, struct pcall *pc)
 static void fail_call(struct pcall *pc, const char *msg, bool timeout)
 {
     struct mcp_call *call = pc->call;
+    struct mcp_request *req = pc->request;
 
     pcall_free(pc);
-    mcp_call_fail(call, msg, timeout);
+    if (req)
+        mcp_request_fail(req, -32603, msg);
+    else
+        mcp_call_fail(call, msg, timeout);
 }
 
 static void on_answer(void *ctx, const struct upstream_reply *reply);
@@ -193,7 +201,11 @@ static void submit(struct proxy *p, struct pcall *pc)
 {
     struct errinfo err = {0};
 
-    pc->req = upstream_post(p->up, pc->path, pc->body, pc->body_len, on_answer, pc, &err);
+    if (pc->get)
+        pc->req = upstream_get(p->up, pc->url, 0, on_answer, pc, &err);
+    else
+        pc->req = upstream_post(p->up, pc->url ? pc->url : pc->path, pc->body, pc->body_len,
+                                on_answer, pc, &err);
     if (!pc->req)
         fail_call(pc, err.msg, false);
 }
@@ -225,11 +237,17 @@ static void on_answer(void *ctx, const struct upstream_reply *reply)
         wait_for_daemon(p, pc);
         return;
     }
+    if (pc->request) {
+        proxy_answer_request(pc->request, reply, upstream_base_url(p->up));
+        pcall_free(pc);
+        return;
+    }
     upstream_map_answer(reply, upstream_base_url(p->up), &a);
     pcall_free(pc);
     if (a.ok) {
-        mcp_call_finish(call, a.result);
+        mcp_call_finish_structured(call, a.result, a.structured);
         a.result = NULL;
+        a.structured = NULL;
     } else {
         log_debug("proxy: call %s failed: %s", mcp_call_id_text(call), a.error ? a.error : "");
         mcp_call_fail(call, a.error ? a.error : oom_msg, a.timeout);
@@ -435,10 +453,54 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
     }
 }
 
+/* ---- resources and prompts: a request becomes GET /resources, GET /resource, GET /prompts
+ * or POST /prompt/<name> (proxy_requests.c builds the path and maps the answer) ---- */
+
+static void be_request(void *ctx, struct mcp_request *req)
+{
+    struct proxy *p = ctx;
+    struct pcall *pc = calloc(1, sizeof(*pc));
+
+    if (!pc) {
+        mcp_request_fail(req, -32603, oom_msg);
+        return;
+    }
+    pc->p = p;
+    pc->request = req;
+    if (proxy_request_http(mcp_request_method(req), mcp_request_params(req), &pc->url, &pc->get,
+                           &pc->body) < 0) {
+        fail_call(pc, oom_msg, false);
+        return;
+    }
+    pc->body_len = pc->body ? strlen(pc->body) : 0;
+    mcp_request_set_data(req, pc);
+    if (p->as && autostart_is_running(p->as))
+        enqueue(p, pc);
+    else
+        submit(p, pc);
+}
+
+static void be_cancel_request(void *ctx, struct mcp_request *req)
+{
+    struct proxy *p = ctx;
+    struct pcall *pc = mcp_request_get_data(req);
+
+    if (!pc)
+        return;
+    if (pc->req)
+        upstream_cancel(p->up, pc->req);
+    if (pc->queued)
+        dequeue(p, pc);
+    mcp_request_set_data(req, NULL);
+    pcall_free(pc);
+}
+
 static const struct mcp_backend proxy_backend = {
     .call_tool = be_call_tool,
     .cancel_call = be_cancel_call,
     .send = be_send,
+    .request = be_request,
+    .cancel_request = be_cancel_request,
 };
 
 static const struct mcp_server_info proxy_info = {

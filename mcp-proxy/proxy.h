@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 #include "errinfo.h"
 
 /* The longest stdin line (one message) the proxy accepts, without its newline. */
@@ -85,5 +87,22 @@ size_t proxy_lines_pending(const struct proxy_lines *pl);
 
 /* Allocated buffer size, for tests that check the buffer shrinks again. */
 size_t proxy_lines_capacity(const struct proxy_lines *pl);
+
+/* ---- resources and prompts (proxy_requests.c) ---- */
+
+struct mcp_request;
+struct upstream_reply;
+
+/* Pure. The HTTP request for an MCP resources/prompts request: *url (owned) is the path and
+ * query ("/resources?cursor=...", "/resource?uri=...", "/prompts", "/prompt/<name>"), *get
+ * whether it is a GET, *body (owned, or NULL for a GET) the JSON body of a POST. Parameters are
+ * percent-encoded. Returns 0, or -1 when out of memory (nothing is left allocated). */
+int proxy_request_http(const char *method, const cJSON *params, char **url, bool *get, char **body);
+
+/* Answers req from runboxd's reply: 200 {"ok":true,"result":R} -> R; a 4xx -> -32602 with the
+ * daemon's message; anything else (unreachable, timeout, 5xx) -> -32603 with the same texts as
+ * tool calls get. */
+void proxy_answer_request(struct mcp_request *req, const struct upstream_reply *reply,
+                          const char *base_url);
 
 #endif /* MCP_PROXY_PROXY_H */

@@ -105,10 +105,11 @@ void upstream_dispatch(struct upstream *up, const struct pollfd *fds, size_t n, 
 /* ---- answers of POST /tool/<name> (pure) ---- */
 
 struct upstream_answer {
-    bool ok;       /* true: result holds the tool's result */
-    cJSON *result; /* owned (cJSON_Delete) when ok; NULL means an empty string */
-    char *error;   /* owned (free) when !ok: the message for the client */
-    bool timeout;  /* !ok: the failure was a timeout */
+    bool ok;           /* true: result holds the tool's result */
+    cJSON *result;     /* owned (cJSON_Delete) when ok; NULL means an empty string */
+    cJSON *structured; /* owned when ok: the answer's "structured" object (exec), or NULL */
+    char *error;       /* owned (free) when !ok: the message for the client */
+    bool timeout;      /* !ok: the failure was a timeout */
 };
 
 /* Maps a reply as DESIGN §3 says: 200 ok:true -> the result; 200 ok:false -> its error and

@@ -142,6 +142,7 @@ static int map_http(const struct upstream_reply *r, struct upstream_answer *out)
     if (r->status == 200 && cJSON_IsTrue(ok)) {
         out->ok = true;
         out->result = cJSON_DetachItemFromObjectCaseSensitive(doc, "result");
+        out->structured = cJSON_DetachItemFromObjectCaseSensitive(doc, "structured");
     } else if (r->status == 200 && cJSON_IsFalse(ok)) {
         const char *error = error_string(doc);
 
@@ -197,6 +198,7 @@ void upstream_answer_cleanup(struct upstream_answer *a)
     if (!a)
         return;
     cJSON_Delete(a->result);
+    cJSON_Delete(a->structured);
     free(a->error);
     memset(a, 0, sizeof(*a));
 }

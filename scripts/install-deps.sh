@@ -22,7 +22,8 @@ pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev libcivetweb-de
 if [ "$mode" = test ]; then
     # libclang-rt-dev carries libFuzzer and the sanitizer runtimes for clang; apt only
     # recommends it, and we install without recommends.
-    pkgs+=(check clang libclang-rt-dev clang-format ca-certificates)
+    # lua5.1 with cjson and LuaSocket runs the Studio plugin's tests and its real poll loop.
+    pkgs+=(check clang libclang-rt-dev clang-format ca-certificates lua5.1 lua-cjson lua-socket)
     node_major=0
     if command -v node >/dev/null 2>&1; then
         node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)

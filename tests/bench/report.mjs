@@ -280,6 +280,39 @@ if (!search) {
   }
 }
 p();
+// ---------------------------------------------------------------- issues 3 and 4
+const extra = readJsonLines(o.extra);
+if (extra.length) {
+  p('## Exec, console, resources and Studio');
+  p();
+  p('Measured by `tests/bench/exec-bench.sh`, `resources-bench.mjs` and `studio-bench.mjs` in the');
+  p('same run, through `runbox` over stdio unless the row says otherwise.');
+  p();
+  p('| measure | this run | target |  |');
+  p('| --- | ---: | ---: | --- |');
+  for (const r of extra) {
+    if (r.bench === 'exec') {
+      p(`| exec of \`true\` p50: runbox ${fmt(r.runbox_p50_ms)} ms ÷ bare bwrap ${fmt(r.bwrap_p50_ms)} ms | ` +
+        `${fmt(r.ratio)}× | ≤ 1.3× | ${r.ratio <= 1.3 ? 'met' : '**missed**'} |`);
+    } else if (r.phase && r.skipped) {
+      p(`| ${r.phase} | skipped: ${r.skipped} | | |`);
+    } else if (r.phase && isNum(r.p50_ms)) {
+      p(`| ${r.phase}, p50 (p99 ${fmt(r.p99_ms)} ms) | ${fmt(r.p50_ms)} ms | ≤ ${r.target_p50_ms} ms | ` +
+        `${r.meets_target ? 'met' : '**missed**'} |`);
+    } else if (r.bench === 'studio_round_trip') {
+      p(`| Studio tool round trip with a fake plugin polling: added p50 over a local tool ` +
+        `(${fmt(r.local_p50_ms)} → ${fmt(r.studio_p50_ms)} ms) | +${fmt(r.added_p50_ms)} ms | ≤ 2 ms | ` +
+        `${r.meets_target ? 'met' : '**missed**'} |`);
+    } else if (r.bench === 'studio_idle_requests') {
+      p(`| HTTP requests of an idle connected Studio, per minute (over ${r.seconds} s) | ` +
+        `${fmt(r.per_minute)} | ≤ 5 | ${r.meets_target ? 'met' : '**missed**'} |`);
+    } else if (r.measure) {
+      p(`| ${r.measure} | ${r.value} | ${r.target ?? ''} | ${r.met === undefined ? '' : (r.met ? 'met' : '**missed**')} |`);
+    }
+  }
+  p();
+}
+
 p('## How to read this');
 p();
 p('- Only ratios from the same run count. The machines are shared and noisy: absolute times move');

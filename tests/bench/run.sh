@@ -22,6 +22,7 @@
 #   PEERS_DIR [${TMPDIR:-/tmp}/mcp-peers]; OUT_DOC [<repo>/docs/performance.md] ("-" = none)
 #   RESULTS_DIR [$BUILD_DIR/bench-results/<UTC stamp>] raw JSON lines and logs
 #   TREE_MB [100]; TREE_SEED [20261129]; SEARCH_RUNS [5]; SEARCH_WARMUP [1]; SKIP_SEARCH [0]
+#   SKIP_EXTRA [0] skip the exec, console/resources and Studio benchmarks; EXEC_RUNS [200]
 #   GREP_LOCALE [C] locale grep runs under (C is grep's fastest mode: the strictest baseline)
 #   QUIET_PCT [20] / QUIET_WAIT [30]: before each measurement wait up to QUIET_WAIT s for the
 #     machine to be less than QUIET_PCT % busy; MAX_OTHER [0.3] / MAX_RETRIES [2]: redo a
@@ -32,7 +33,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # the command as the user gave it (the settings they chose), for the report
 CMDLINE=""
-for v in RUNS CALLS WARMUP INFLIGHT SKIP_BUILD TREE_MB TREE_SEED SEARCH_RUNS SEARCH_WARMUP SKIP_SEARCH \
+for v in RUNS CALLS WARMUP INFLIGHT SKIP_BUILD TREE_MB TREE_SEED SEARCH_RUNS SEARCH_WARMUP SKIP_SEARCH SKIP_EXTRA EXEC_RUNS \
     GREP_LOCALE QUIET_PCT QUIET_WAIT MAX_OTHER MAX_RETRIES; do
   [[ -n "${!v+x}" ]] && CMDLINE+="$v=${!v} "
 done
@@ -53,6 +54,8 @@ TREE_SEED="${TREE_SEED:-20261129}"
 SEARCH_RUNS="${SEARCH_RUNS:-5}"
 SEARCH_WARMUP="${SEARCH_WARMUP:-1}"
 SKIP_SEARCH="${SKIP_SEARCH:-0}"
+SKIP_EXTRA="${SKIP_EXTRA:-0}"
+EXEC_RUNS="${EXEC_RUNS:-200}"
 GREP_LOCALE="${GREP_LOCALE:-C}"
 QUIET_PCT="${QUIET_PCT:-20}"
 QUIET_WAIT="${QUIET_WAIT:-30}"
@@ -363,9 +366,34 @@ if [[ "$SKIP_SEARCH" != 1 ]]; then
   stop_runboxd
 fi
 
+# ---------------------------------------------------------------- exec, console, resources, Studio
+# The targets of issues 3 and 4, each measured by its own script against this build; every
+# script prints JSON lines, which the report turns into one table.
+EXTRA_OUT="$RESULTS_DIR/extra.jsonl"
+: >"$EXTRA_OUT"
+if [[ "$SKIP_EXTRA" != 1 ]]; then
+  wait_quiet
+  log "exec: runbox exec of true vs a bare bwrap (machine ${QUIET_SEEN}% busy before)"
+  BUILD_DIR="$BUILD_DIR" RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" "$HERE/exec-bench.sh" "$EXEC_RUNS" \
+    >"$RESULTS_DIR/exec.txt" 2>&1 || log "exec benchmark failed: $(tail -c 600 "$RESULTS_DIR/exec.txt")"
+  grep '^{' "$RESULTS_DIR/exec.txt" >>"$EXTRA_OUT" || true
+  wait_quiet
+  log "resources/list and console_logs through runbox (machine ${QUIET_SEEN}% busy before)"
+  RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/resources-bench.mjs" >"$RESULTS_DIR/resources.txt" 2>&1 ||
+    log "resources benchmark failed: $(tail -c 600 "$RESULTS_DIR/resources.txt")"
+  grep '^{' "$RESULTS_DIR/resources.txt" >>"$EXTRA_OUT" || true
+  if [[ -f "$HERE/studio-bench.mjs" ]]; then
+    wait_quiet
+    log "Studio round trip with a fake plugin (machine ${QUIET_SEEN}% busy before)"
+    RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/studio-bench.mjs" >"$RESULTS_DIR/studio.txt" 2>&1 ||
+      log "studio benchmark failed: $(tail -c 600 "$RESULTS_DIR/studio.txt")"
+    grep '^{' "$RESULTS_DIR/studio.txt" >>"$EXTRA_OUT" || true
+  fi
+fi
+
 # ---------------------------------------------------------------- report
 ENV_USED="RUNS=$RUNS CALLS=$CALLS WARMUP=$WARMUP INFLIGHT=$INFLIGHT TREE_MB=$TREE_MB TREE_SEED=$TREE_SEED SEARCH_RUNS=$SEARCH_RUNS GREP_LOCALE=$GREP_LOCALE"
-node "$HERE/report.mjs" --mcp "$MCP_OUT" --search "$SEARCH_OUT" --tree "$TREE_JSON" \
+node "$HERE/report.mjs" --mcp "$MCP_OUT" --search "$SEARCH_OUT" --tree "$TREE_JSON" --extra "$EXTRA_OUT" \
   --rejected "$RESULTS_DIR/rejected.jsonl" --summarize "$SHARED/summarize.mjs" \
   --repo "$REPO" --runbox "$RUNBOX" --runboxd "$RUNBOXD" --peers-dir "$PEERS_DIR" \
   --command "$CMDLINE" --env "$ENV_USED" --started "$STARTED_AT" \

@@ -122,7 +122,9 @@ describe('workspace tools', () => {
     assert.equal(h.body.allow_network, false);
     assert.equal(typeof h.body.sandbox.available, 'boolean');
     assert.equal(h.body.sandbox.available, h.body.sandbox.bwrap !== null);
-    assert.deepEqual(h.body.studio, { connected: false, instances: [] });
+    assert.equal(h.body.studio.connected, false);
+    assert.deepEqual(h.body.studio.instances, []);
+    assert.equal(h.body.studio.queue_depth, 0);
   });
 
   test('call ids are unique', async () => {

@@ -26,7 +26,12 @@ struct fake {
     size_t ncalls;
     struct mcp_call *cancelled[MAX_CALLS];
     size_t ncancelled;
-    char last_args[512]; /* compact JSON of the last call's arguments */
+    char last_args[512];                 /* compact JSON of the last call's arguments */
+    struct mcp_request *reqs[MAX_CALLS]; /* requests given to request, in order */
+    size_t nreqs;
+    struct mcp_request *req_cancelled[MAX_CALLS];
+    size_t nreq_cancelled;
+    bool req_sync; /* answer requests inside request() with {"echo":params} */
 };
 
 static struct fake fk;
@@ -92,7 +97,34 @@ static void fake_cancel_call(void *ctx, struct mcp_call *call)
     f->cancelled[f->ncancelled++] = call;
 }
 
-static const struct mcp_backend fake_be = {fake_call_tool, fake_cancel_call, fake_send};
+static void fake_request(void *ctx, struct mcp_request *req)
+{
+    struct fake *f = ctx;
+    cJSON *res;
+
+    ck_assert_uint_lt(f->nreqs, MAX_CALLS);
+    f->reqs[f->nreqs++] = req;
+    if (f->req_sync) {
+        res = cJSON_CreateObject();
+        cJSON_AddStringToObject(res, "method", mcp_request_method(req));
+        cJSON_AddItemToObject(res, "echo", cJSON_Duplicate(mcp_request_params(req), true));
+        mcp_request_finish(req, res);
+    }
+}
+
+static void fake_cancel_request(void *ctx, struct mcp_request *req)
+{
+    struct fake *f = ctx;
+
+    ck_assert_uint_lt(f->nreq_cancelled, MAX_CALLS);
+    f->req_cancelled[f->nreq_cancelled++] = req;
+}
+
+static const struct mcp_backend fake_be = {fake_call_tool, fake_cancel_call, fake_send,
+                                           fake_request, fake_cancel_request};
+/* A back end without resources and prompts. */
+static const struct mcp_backend tools_only_be = {fake_call_tool, fake_cancel_call, fake_send, NULL,
+                                                 NULL};
 
 /* ---- helpers ---- */
 
@@ -239,7 +271,8 @@ START_TEST(test_mcp_negotiates_version)
     caps = get(res, "capabilities");
     ck_assert(cJSON_IsFalse(get(get(caps, "tools"), "listChanged")));
     ck_assert(cJSON_IsObject(get(caps, "logging")));
-    ck_assert_ptr_null(get(caps, "resources"));
+    ck_assert(cJSON_IsObject(get(caps, "resources")));
+    ck_assert(cJSON_IsObject(get(caps, "prompts")));
     ck_assert_str_eq(get(get(res, "serverInfo"), "name")->valuestring, "runbox-test");
     ck_assert_str_eq(get(get(res, "serverInfo"), "version")->valuestring, "9.9.9");
     ck_assert_str_eq(get(res, "instructions")->valuestring, "Use the tools.");
@@ -339,10 +372,8 @@ START_TEST(test_mcp_unknown_method)
     init();
     feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"foo/bar\"}");
     assert_error(last(), -32601, 1, "Method not found: foo/bar");
-    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\"}");
-    assert_error(last(), -32601, 2, "resources/list");
-    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/list\"}");
-    assert_error(last(), -32601, 3, "prompts/list");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\"}");
+    assert_error(last(), -32601, 2, "resources/subscribe");
 }
 END_TEST
 
@@ -781,6 +812,24 @@ START_TEST(test_mcp_finish_with_object_and_output_schema)
 }
 END_TEST
 
+START_TEST(test_mcp_finish_structured_keeps_text_and_adds_facts)
+{
+    cJSON *want = cJSON_Parse("{\"exit_code\":0,\"stdout\":\"hi\\n\"}");
+
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\"}}");
+    mcp_call_finish_structured(fk.calls[0], cJSON_CreateString("hi\n"), cJSON_Duplicate(want, 1));
+    ck_assert_str_eq(tool_text(last(), false), "hi\n");
+    ck_assert(cJSON_Compare(get(get(last(), "result"), "structuredContent"), want, true));
+    /* Without an outputSchema the facts are dropped and the text stays. */
+    call_echo(2, "a");
+    mcp_call_finish_structured(fk.calls[1], cJSON_CreateString("t"), cJSON_Duplicate(want, 1));
+    ck_assert_str_eq(tool_text(last(), false), "t");
+    ck_assert_ptr_null(get(get(last(), "result"), "structuredContent"));
+    cJSON_Delete(want);
+}
+END_TEST
+
 START_TEST(test_mcp_structured_content_only_for_objects_with_schema)
 {
     init();
@@ -974,6 +1023,149 @@ START_TEST(test_mcp_free_cancels_in_flight)
 }
 END_TEST
 
+/* ---- resources and prompts ---- */
+
+static void setup_ready(void)
+{
+    setup();
+    init();
+}
+
+START_TEST(test_mcp_no_request_op_means_no_capabilities)
+{
+    struct mcp_session *s2 = mcp_session_new(cat, &tools_only_be, &fk, &info);
+    const char *line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                       "\"params\":{\"protocolVersion\":\"2025-06-18\"}}";
+    const char *list = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\"}";
+
+    mcp_session_handle(s2, line, strlen(line));
+    ck_assert_ptr_null(get(get(get(last(), "result"), "capabilities"), "resources"));
+    ck_assert_ptr_null(get(get(get(last(), "result"), "capabilities"), "prompts"));
+    mcp_session_handle(s2, list, strlen(list));
+    assert_error(last(), -32601, 2, "resources/list");
+    mcp_session_free(s2);
+}
+END_TEST
+
+START_TEST(test_mcp_requests_reach_back_end_with_params)
+{
+    fk.req_sync = true;
+    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\","
+         "\"params\":{\"uri\":\"file:///a.js\"}}");
+    ck_assert_uint_eq(fk.nreqs, 1);
+    ck_assert_str_eq(get(get(last(), "result"), "method")->valuestring, "resources/read");
+    ck_assert_str_eq(get(get(get(last(), "result"), "echo"), "uri")->valuestring, "file:///a.js");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"prompts/list\"}");
+    ck_assert(cJSON_IsObject(get(get(last(), "result"), "echo"))); /* {} when params absent */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"prompts/get\","
+         "\"params\":{\"name\":\"scaffold\",\"arguments\":{\"type\":\"bun-api\"}}}");
+    ck_assert_str_eq(get(get(get(get(last(), "result"), "echo"), "arguments"), "type")->valuestring,
+                     "bun-api");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/list\","
+         "\"params\":{\"cursor\":\"abc\"}}");
+    ck_assert_str_eq(get(get(get(last(), "result"), "echo"), "cursor")->valuestring, "abc");
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+}
+END_TEST
+
+static const struct {
+    const char *line, *part;
+} bad_params[] = {
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\"}", "params.uri"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":7}}",
+     "params.uri"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\",\"params\":{\"cursor\":1}}",
+     "params.cursor"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\",\"params\":{\"cursor\":\"x\"}}",
+     "invalid cursor"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{}}", "params.name"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{\"name\":\"a\","
+     "\"arguments\":[1]}}",
+     "params.arguments must be an object"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{\"name\":\"a\","
+     "\"arguments\":{\"path\":3}}}",
+     "params.arguments.path must be a string"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/templates/list\","
+     "\"params\":{\"cursor\":\"x\"}}",
+     "invalid cursor"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\",\"params\":[1]}",
+     "params must be an object"},
+};
+
+START_TEST(test_mcp_request_params_checked)
+{
+    feed(bad_params[_i].line);
+    ck_assert_uint_eq(fk.nreqs, 0);
+    assert_error(last(), -32602, 1, bad_params[_i].part);
+}
+END_TEST
+
+START_TEST(test_mcp_templates_answered_by_engine)
+{
+    const cJSON *t;
+
+    feed("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"resources/templates/list\"}");
+    ck_assert_uint_eq(fk.nreqs, 0);
+    t = cJSON_GetArrayItem(get(get(last(), "result"), "resourceTemplates"), 0);
+    ck_assert_str_eq(get(t, "uriTemplate")->valuestring, "file:///{path}");
+    ck_assert_str_eq(get(t, "name")->valuestring, "Workspace file");
+}
+END_TEST
+
+START_TEST(test_mcp_request_finished_later_and_failed)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"resources/read\","
+         "\"params\":{\"uri\":\"file:///x\"}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"r2\",\"method\":\"prompts/list\"}");
+    ck_assert_uint_eq(fk.nsent, 0);
+    ck_assert_uint_eq(mcp_session_inflight(s), 2);
+    ck_assert_str_eq(mcp_request_id_text(fk.reqs[0]), "\"r1\"");
+    /* The same id again while in flight is refused. */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"prompts/list\"}");
+    ck_assert_int_eq(get(get(last(), "error"), "code")->valueint, -32600);
+    mcp_request_fail(fk.reqs[0], -32602, "resource file:///x: no such file");
+    ck_assert_str_eq(get(last(), "id")->valuestring, "r1");
+    ck_assert_int_eq(get(get(last(), "error"), "code")->valueint, -32602);
+    ck_assert_str_eq(get(get(last(), "error"), "message")->valuestring,
+                     "resource file:///x: no such file");
+    mcp_request_finish(fk.reqs[1], NULL);
+    ck_assert_str_eq(get(last(), "id")->valuestring, "r2");
+    ck_assert(cJSON_IsObject(get(last(), "result")));
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+}
+END_TEST
+
+START_TEST(test_mcp_request_cancelled)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"resources/list\"}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+         "\"params\":{\"requestId\":12}}");
+    ck_assert_uint_eq(fk.nreq_cancelled, 1);
+    ck_assert_ptr_eq(fk.req_cancelled[0], fk.reqs[0]);
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+    ck_assert_uint_eq(fk.nsent, 0);
+    /* And free cancels the ones still in flight. */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"prompts/list\"}");
+    mcp_session_free(s);
+    s = NULL;
+    ck_assert_uint_eq(fk.nreq_cancelled, 2);
+}
+END_TEST
+
+START_TEST(test_mcp_request_in_batch)
+{
+    mcp_session_free(s);
+    s = mcp_session_new(cat, &fake_be, &fk, &info);
+    init_version("2025-03-26");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\"}]");
+    ck_assert_uint_eq(fk.nsent, 0); /* waits for the request */
+    mcp_request_finish(fk.reqs[0], cJSON_CreateObject());
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(last()), 2);
+}
+END_TEST
+
 static Suite *mcp_suite(void)
 {
     Suite *su = suite_create("mcp");
@@ -1043,6 +1235,7 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_finish_text_round_trips);
     tcase_add_test(tc, test_mcp_finish_with_null_is_empty_text);
     tcase_add_test(tc, test_mcp_finish_with_object_and_output_schema);
+    tcase_add_test(tc, test_mcp_finish_structured_keeps_text_and_adds_facts);
     tcase_add_test(tc, test_mcp_structured_content_only_for_objects_with_schema);
     tcase_add_test(tc, test_mcp_fail_with_and_without_timeout);
     tcase_add_test(tc, test_mcp_finish_inside_call_tool);
@@ -1063,6 +1256,19 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_cancel_in_flight_call);
     tcase_add_test(tc, test_mcp_cancel_initialize_ignored);
     tcase_add_test(tc, test_mcp_free_cancels_in_flight);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("resources_prompts");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup_ready, teardown);
+    tcase_add_test(tc, test_mcp_no_request_op_means_no_capabilities);
+    tcase_add_test(tc, test_mcp_requests_reach_back_end_with_params);
+    tcase_add_loop_test(tc, test_mcp_request_params_checked, 0,
+                        (int)(sizeof(bad_params) / sizeof(bad_params[0])));
+    tcase_add_test(tc, test_mcp_templates_answered_by_engine);
+    tcase_add_test(tc, test_mcp_request_finished_later_and_failed);
+    tcase_add_test(tc, test_mcp_request_cancelled);
+    tcase_add_test(tc, test_mcp_request_in_batch);
     suite_add_tcase(su, tc);
     return su;
 }

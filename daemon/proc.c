@@ -1,0 +1,794 @@
+/* daemon/proc.c - the exec engine's registry and supervisor thread (see proc.h).
+ *
+ * A job moves QUEUED -> RUNNING -> EXITED or KILLED. Handlers append jobs and wait on p->cond;
+ * only the supervisor starts, reads, signals on deadlines, reaps and frees jobs, so a job
+ * pointer held by the supervisor stays valid across its unlocked poll(). The console is called
+ * with the proc lock held (lock order: proc, then console; the console never calls back). */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "console.h"
+#include "log.h"
+#include "proc_int.h"
+
+#define PROC_KEEP_FINISHED 100 /* finished runs process_list still shows */
+#define PROC_QUEUE_MAX     64  /* foreground runs waiting for a slot */
+#define PROC_READ_CHUNK    (64u << 10)
+
+void proc_wake(struct proc *p)
+{
+    char c = 1;
+
+    (void)!write(p->wake[1], &c, 1);
+}
+
+/* ---- output ---- */
+
+static void console_line(struct proc *p, struct job *j, int idx, const char *s, size_t n)
+{
+    if (p->console)
+        console_append(p->console, idx == 0 ? CONSOLE_LOG : CONSOLE_WARN, CONSOLE_SRC_EXEC, j->id,
+                       NULL, 0, s, n);
+}
+
+/* Sends the complete lines of data to the console, keeping a partial last line. */
+static void stream_lines(struct proc *p, struct job *j, int idx, const char *data, size_t n)
+{
+    struct proc_stream *s = &j->s[idx];
+
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] == '\n' || s->line_len == sizeof(s->line)) {
+            console_line(p, j, idx, s->line, s->line_len);
+            s->line_len = 0;
+            if (data[i] == '\n')
+                continue;
+        }
+        s->line[s->line_len++] = data[i];
+    }
+}
+
+static void stream_flush(struct proc *p, struct job *j, int idx)
+{
+    if (j->s[idx].line_len)
+        console_line(p, j, idx, j->s[idx].line, j->s[idx].line_len);
+    j->s[idx].line_len = 0;
+}
+
+static void keep_tail(struct job *j, const char *data, size_t n)
+{
+    if (n >= PROC_TAIL) {
+        memcpy(j->tail, data + n - PROC_TAIL, PROC_TAIL);
+        j->tail_len = PROC_TAIL;
+        return;
+    }
+    if (j->tail_len + n > PROC_TAIL) {
+        size_t drop = j->tail_len + n - PROC_TAIL;
+        memmove(j->tail, j->tail + drop, j->tail_len - drop);
+        j->tail_len -= drop;
+    }
+    memcpy(j->tail + j->tail_len, data, n);
+    j->tail_len += n;
+}
+
+/* Keeps what fits under the output limit (foreground runs), drops the rest, and stops a run that
+ * goes on printing long after the limit (`yes`), so it does not spin until its timeout. */
+static void stream_keep(struct proc *p, struct job *j, int idx, const char *data, size_t n)
+{
+    struct proc_stream *s = &j->s[idx];
+    size_t limit = p->lim.output_bytes, room = s->len < limit ? limit - s->len : 0;
+    size_t take = n < room ? n : room;
+
+    if (take && !s->buf)
+        s->buf = malloc(limit);
+    if (take && s->buf) {
+        memcpy(s->buf + s->len, data, take);
+        s->len += take;
+    }
+    s->dropped += n - take;
+    if (s->dropped > 4 * (uint64_t)limit && !j->output_limit && j->pid > 0) {
+        j->output_limit = true;
+        proc_kill_sandbox(j->pid);
+    }
+}
+
+/* Reads what is there; returns false at EOF or error (the fd is then closed). */
+static bool stream_read(struct proc *p, struct job *j, int idx)
+{
+    char buf[PROC_READ_CHUNK];
+    struct proc_stream *s = &j->s[idx];
+
+    for (int rounds = 0; rounds < 16; rounds++) {
+        ssize_t n = read(s->fd, buf, sizeof(buf));
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return true;
+        if (n <= 0) {
+            close(s->fd);
+            s->fd = -1;
+            return false;
+        }
+        if (!j->background)
+            stream_keep(p, j, idx, buf, (size_t)n);
+        if (idx == 1)
+            keep_tail(j, buf, (size_t)n);
+        stream_lines(p, j, idx, buf, (size_t)n);
+    }
+    return true;
+}
+
+static void feed_stdin(struct job *j)
+{
+    while (j->in_fd >= 0 && j->in_off < j->in_len) {
+        ssize_t n = write(j->in_fd, j->in_data + j->in_off, j->in_len - j->in_off);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n < 0)
+            break; /* EPIPE: the command stopped reading */
+        j->in_off += (size_t)n;
+    }
+    if (j->in_fd >= 0)
+        close(j->in_fd);
+    j->in_fd = -1;
+}
+
+/* ---- job life ---- */
+
+static void free_job(struct job *j)
+{
+    free(j->command);
+    free(j->argv);
+    free(j->in_data);
+    free(j->s[0].buf);
+    free(j->s[1].buf);
+    free(j);
+}
+
+/* The console's error entry: the last stderr lines (at most the tail) after a headline. */
+static void console_failure(struct proc *p, struct job *j)
+{
+    const char *t = j->tail;
+    size_t n = j->tail_len;
+
+    if (!p->console)
+        return;
+    /* Start at a line boundary when the tail was cut. */
+    if (n == PROC_TAIL) {
+        const char *nl = memchr(t, '\n', n);
+        if (nl && (size_t)(nl - t) + 1 < n) {
+            n -= (size_t)(nl - t) + 1;
+            t = nl + 1;
+        }
+    }
+    while (n && t[n - 1] == '\n')
+        n--;
+    if (j->timed_out)
+        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
+                        "process %" PRIu64 " timed out after %" PRIu32 " ms%s%.*s", j->id,
+                        j->timeout_ms, n ? ":\n" : "", (int)n, t);
+    else
+        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
+                        "process %" PRIu64 " failed with exit code %d%s%.*s", j->id, j->exit_code,
+                        n ? ":\n" : "", (int)n, t);
+}
+
+static void finish(struct proc *p, struct job *j, int status)
+{
+    j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    j->duration_ms = proc_mono_ms() - j->start_mono;
+    j->state = j->killed || j->timed_out || j->output_limit ? JOB_KILLED : JOB_EXITED;
+    for (int i = 0; i < 2; i++) {
+        /* What is buffered now is the end of it: a writer that outlived bwrap (it should not)
+         * must not keep the supervisor here. */
+        if (j->s[i].fd >= 0 && stream_read(p, j, i) && j->s[i].fd >= 0) {
+            close(j->s[i].fd);
+            j->s[i].fd = -1;
+        }
+        stream_flush(p, j, i);
+    }
+    if (j->in_fd >= 0)
+        close(j->in_fd);
+    j->in_fd = -1;
+    close(j->pidfd);
+    j->pidfd = -1;
+    if (j->background)
+        p->running_bg--;
+    else
+        p->running_fg--;
+    if (j->exit_code != 0 && !j->killed)
+        console_failure(p, j);
+    else if (j->background && p->console)
+        console_appendf(p->console, CONSOLE_INFO, CONSOLE_SRC_EXEC, j->id,
+                        "process %" PRIu64 " %s (exit code %d)", j->id,
+                        j->killed ? "was killed" : "exited", j->exit_code);
+    j->done = true;
+    pthread_cond_broadcast(&p->cond);
+}
+
+static void start(struct proc *p, struct job *j)
+{
+    struct errinfo err = {0};
+
+    j->start_mono = proc_mono_ms();
+    j->started_ms = proc_wall_ms();
+    if (proc_spawn(p, j, &err) < 0) {
+        j->spawn_err = err;
+        j->state = JOB_EXITED;
+        j->exit_code = -1;
+        j->done = true;
+        log_warn("exec: process %" PRIu64 " could not start: %s", j->id, err.msg);
+        if (p->console)
+            console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_DAEMON, j->id, "%s", err.msg);
+        pthread_cond_broadcast(&p->cond);
+        return;
+    }
+    free(j->argv);
+    j->argv = NULL;
+    j->state = JOB_RUNNING;
+    if (j->background)
+        p->running_bg++;
+    else
+        p->running_fg++;
+    if (j->timeout_ms)
+        j->deadline = j->start_mono + j->timeout_ms;
+    feed_stdin(j);
+    pthread_cond_broadcast(&p->cond); /* proc_start waits for this */
+}
+
+static void start_queued(struct proc *p)
+{
+    for (struct job *j = p->jobs; j && p->queued; j = j->next) {
+        if (j->state != JOB_QUEUED)
+            continue;
+        if (!j->background && p->running_fg >= p->lim.concurrent_max)
+            continue;
+        p->queued--;
+        start(p, j);
+    }
+}
+
+/* Frees the oldest finished jobs past PROC_KEEP_FINISHED that nobody waits for. */
+static void prune(struct proc *p)
+{
+    size_t finished = 0;
+    struct job **link = &p->jobs;
+
+    for (struct job *j = p->jobs; j; j = j->next)
+        finished += j->done && !j->waiting;
+    while (*link && finished > PROC_KEEP_FINISHED) {
+        struct job *j = *link;
+
+        if (j->done && !j->waiting) {
+            *link = j->next;
+            if (p->last == j)
+                p->last = NULL;
+            free_job(j);
+            finished--;
+            continue;
+        }
+        link = &j->next;
+    }
+    if (!p->last)
+        for (struct job *j = p->jobs; j; j = j->next)
+            p->last = j;
+}
+
+static void check_deadlines(struct proc *p, int64_t now)
+{
+    for (struct job *j = p->jobs; j; j = j->next) {
+        if (j->state != JOB_RUNNING)
+            continue;
+        if (j->deadline && now >= j->deadline) {
+            j->timed_out = true;
+            j->deadline = 0;
+            proc_kill_sandbox(j->pid);
+        }
+        if (j->kill_at && now >= j->kill_at) {
+            j->kill_at = 0;
+            proc_kill_sandbox(j->pid);
+        }
+    }
+}
+
+static int poll_timeout(struct proc *p, int64_t now)
+{
+    int64_t next = -1;
+
+    for (struct job *j = p->jobs; j; j = j->next) {
+        if (j->state != JOB_RUNNING)
+            continue;
+        if (j->deadline && (next < 0 || j->deadline < next))
+            next = j->deadline;
+        if (j->kill_at && (next < 0 || j->kill_at < next))
+            next = j->kill_at;
+    }
+    if (next < 0)
+        return -1;
+    return next <= now ? 0 : (int)(next - now > 60000 ? 60000 : next - now);
+}
+
+struct pollset {
+    struct pollfd *fds;
+    struct job **jobs;
+    int *what; /* 0, 1: stream; 2: stdin; 3: pidfd; -1: the wake pipe */
+    size_t n, cap;
+};
+
+static void pollset_add(struct pollset *ps, int fd, short events, struct job *j, int what)
+{
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 32;
+        struct pollfd *f = realloc(ps->fds, cap * sizeof(*f));
+        struct job **jj = f ? realloc(ps->jobs, cap * sizeof(*jj)) : NULL;
+        int *w = jj ? realloc(ps->what, cap * sizeof(*w)) : NULL;
+
+        if (f)
+            ps->fds = f;
+        if (jj)
+            ps->jobs = jj;
+        if (!w)
+            return; /* out of memory: this fd waits for the next round */
+        ps->what = w;
+        ps->cap = cap;
+    }
+    ps->fds[ps->n] = (struct pollfd){.fd = fd, .events = events};
+    ps->jobs[ps->n] = j;
+    ps->what[ps->n++] = what;
+}
+
+static void build_pollset(struct proc *p, struct pollset *ps)
+{
+    ps->n = 0;
+    pollset_add(ps, p->wake[0], POLLIN, NULL, -1);
+    for (struct job *j = p->jobs; j; j = j->next) {
+        if (j->state != JOB_RUNNING)
+            continue;
+        for (int i = 0; i < 2; i++)
+            if (j->s[i].fd >= 0)
+                pollset_add(ps, j->s[i].fd, POLLIN, j, i);
+        if (j->in_fd >= 0)
+            pollset_add(ps, j->in_fd, POLLOUT, j, 2);
+        pollset_add(ps, j->pidfd, POLLIN, j, 3);
+    }
+}
+
+static void handle_events(struct proc *p, struct pollset *ps)
+{
+    char drain[64];
+
+    for (size_t i = 0; i < ps->n; i++) {
+        struct job *j = ps->jobs[i];
+        int status = 0;
+
+        if (!ps->fds[i].revents)
+            continue;
+        if (ps->what[i] < 0) {
+            while (read(p->wake[0], drain, sizeof(drain)) > 0)
+                ;
+        } else if (j->state != JOB_RUNNING) {
+            continue;
+        } else if (ps->what[i] < 2) {
+            if (j->s[ps->what[i]].fd >= 0)
+                stream_read(p, j, ps->what[i]);
+        } else if (ps->what[i] == 2) {
+            feed_stdin(j);
+        } else if (waitpid(j->pid, &status, WNOHANG) == j->pid) {
+            finish(p, j, status);
+        }
+    }
+}
+
+static bool any_running(struct proc *p)
+{
+    return p->running_fg + p->running_bg > 0;
+}
+
+static void *supervisor(void *arg)
+{
+    struct proc *p = arg;
+    struct pollset ps = {0};
+
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        int timeout;
+
+        if (p->stopping) {
+            for (struct job *j = p->jobs; j; j = j->next)
+                if (j->state == JOB_RUNNING && !j->killed) {
+                    j->killed = true;
+                    proc_kill_sandbox(j->pid);
+                }
+            if (!any_running(p))
+                break;
+        } else {
+            start_queued(p);
+        }
+        prune(p);
+        build_pollset(p, &ps);
+        timeout = poll_timeout(p, proc_mono_ms());
+        pthread_mutex_unlock(&p->lock);
+        if (poll(ps.fds, ps.n, timeout) < 0 && errno != EINTR)
+            usleep(10000);
+        pthread_mutex_lock(&p->lock);
+        handle_events(p, &ps);
+        check_deadlines(p, proc_mono_ms());
+    }
+    p->stopped = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    free(ps.fds);
+    free(ps.jobs);
+    free(ps.what);
+    return NULL;
+}
+
+/* ---- public API ---- */
+
+static int ensure_std_fds(void)
+{
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+            return -1;
+    return 0;
+}
+
+static int make_job(struct proc *p, const struct proc_request *r, bool background, struct job **out,
+                    struct errinfo *err);
+
+/* Runs `true` in the sandbox once; the cause of a failure becomes the sandbox's reason. */
+static void probe_sandbox(struct proc *p)
+{
+    struct proc_request r = {.command = "true", .cwd = "/", .timeout_ms = 20000};
+    struct proc_result res = {0};
+    struct errinfo err = {0};
+
+    if (proc_run(p, &r, &res, &err) < 0) {
+        p->available = false;
+        p->why = err;
+    } else if (res.o.exit_code != 0) {
+        int n = (int)(res.o.err_len > 300 ? 300 : res.o.err_len);
+
+        while (n > 0 && res.o.err[n - 1] == '\n')
+            n--;
+        p->available = false;
+        errinfo_set(&p->why, ERR_UNAVAILABLE,
+                    "exec is unavailable: the sandbox check (bwrap ... true) failed with exit "
+                    "code %d: %.*s%s",
+                    res.o.exit_code, n, res.o.err ? res.o.err : "",
+                    strstr(res.o.err ? res.o.err : "", "namespace")
+                        ? "; user namespaces look disabled: enable them (sysctl "
+                          "user.max_user_namespaces=15000; on Ubuntu "
+                          "kernel.apparmor_restrict_unprivileged_userns=0)"
+                        : "");
+    }
+    proc_result_cleanup(&res);
+}
+
+struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
+{
+    struct proc *p = calloc(1, sizeof(*p));
+    pthread_condattr_t ca;
+
+    if (!p) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    p->wake[0] = p->wake[1] = -1;
+    p->ws_fd = opt->ws_fd;
+    p->allow_network = opt->allow_network;
+    p->lim = opt->limits;
+    p->console = opt->console;
+    p->self = getpid();
+    p->next_id = 1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (ensure_std_fds() < 0 || pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+        errinfo_sys(err, "exec: cannot set up the supervisor's pipes");
+        goto fail;
+    }
+    proc_probe_host(p, opt->bwrap);
+    if (pthread_create(&p->thread, NULL, supervisor, p) != 0) {
+        errinfo_set(err, ERR_INTERNAL, "exec: cannot start the supervisor thread");
+        goto fail;
+    }
+    p->thread_started = true;
+    if (p->available)
+        probe_sandbox(p);
+    if (!p->available) {
+        log_warn("%s", p->why.msg);
+        if (p->console)
+            console_appendf(p->console, CONSOLE_WARN, CONSOLE_SRC_DAEMON, 0, "%s", p->why.msg);
+    } else {
+        log_info("exec: sandbox ready (bwrap %s at %s)", p->version, p->bwrap);
+    }
+    return p;
+fail:
+    proc_free(p);
+    return NULL;
+}
+
+void proc_shutdown(struct proc *p)
+{
+    if (!p || !p->thread_started)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    proc_wake(p);
+    while (!p->stopped)
+        pthread_cond_wait(&p->cond, &p->lock);
+    /* Queued runs never start; their callers are told so. */
+    for (struct job *j = p->jobs; j; j = j->next)
+        if (j->state == JOB_QUEUED) {
+            j->state = JOB_KILLED;
+            j->killed = true;
+            j->done = true;
+            errinfo_set(&j->spawn_err, ERR_UNAVAILABLE, "exec: the daemon is stopping");
+        }
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+    p->thread_started = false;
+}
+
+void proc_free(struct proc *p)
+{
+    if (!p)
+        return;
+    proc_shutdown(p);
+    /* Handlers may still be collecting results: wait until none waits. */
+    pthread_mutex_lock(&p->lock);
+    for (bool busy = true; busy;) {
+        busy = false;
+        for (struct job *j = p->jobs; j; j = j->next)
+            busy = busy || j->waiting;
+        if (busy)
+            pthread_cond_wait(&p->cond, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    while (p->jobs) {
+        struct job *j = p->jobs;
+        p->jobs = j->next;
+        free_job(j);
+    }
+    if (p->wake[0] >= 0)
+        close(p->wake[0]);
+    if (p->wake[1] >= 0)
+        close(p->wake[1]);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p->bwrap);
+    free(p);
+}
+
+const struct exec_limits *proc_limits(const struct proc *p)
+{
+    return &p->lim;
+}
+
+bool proc_sandbox_ok(struct proc *p, struct errinfo *why)
+{
+    if (!p->available && why)
+        *why = p->why;
+    return p->available;
+}
+
+cJSON *proc_sandbox_json(struct proc *p)
+{
+    cJSON *j = cJSON_CreateObject(), *l = cJSON_CreateObject();
+    bool ok = j && l;
+
+    ok = ok && cJSON_AddBoolToObject(j, "available", p->available) &&
+         (p->bwrap ? cJSON_AddStringToObject(j, "bwrap", p->bwrap) != NULL
+                   : cJSON_AddNullToObject(j, "bwrap") != NULL) &&
+         (p->version[0] ? cJSON_AddStringToObject(j, "version", p->version) != NULL
+                        : cJSON_AddNullToObject(j, "version") != NULL) &&
+         (p->available ? cJSON_AddNullToObject(j, "reason") != NULL
+                       : cJSON_AddStringToObject(j, "reason", p->why.msg) != NULL) &&
+         cJSON_AddBoolToObject(j, "network", p->allow_network) &&
+         cJSON_AddStringToObject(j, "memory", "rlimit") &&
+         cJSON_AddNumberToObject(l, "timeout_ms", p->lim.timeout_ms) &&
+         cJSON_AddNumberToObject(l, "timeout_max_ms", p->lim.timeout_max_ms) &&
+         cJSON_AddNumberToObject(l, "cpu_s", p->lim.cpu_s) &&
+         cJSON_AddNumberToObject(l, "memory_mb", p->lim.memory_mb) &&
+         cJSON_AddNumberToObject(l, "procs", p->lim.procs) &&
+         cJSON_AddNumberToObject(l, "file_size_mb", p->lim.file_size_mb) &&
+         cJSON_AddNumberToObject(l, "output_bytes", p->lim.output_bytes) &&
+         cJSON_AddNumberToObject(l, "tmp_mb", p->lim.tmp_mb) &&
+         cJSON_AddNumberToObject(l, "background_max", p->lim.background_max) &&
+         cJSON_AddNumberToObject(l, "concurrent_max", p->lim.concurrent_max);
+    if (ok && cJSON_AddItemToObject(j, "limits", l))
+        return j;
+    cJSON_Delete(l);
+    cJSON_Delete(j);
+    return NULL;
+}
+
+static int make_job(struct proc *p, const struct proc_request *r, bool background, struct job **out,
+                    struct errinfo *err)
+{
+    struct exec_spec spec = {
+        .bwrap = p->bwrap,
+        .ws_source = p->mnt,
+        .cwd = r->cwd ? r->cwd : "/",
+        .command = r->command,
+        .env = r->env,
+        .nenv = r->nenv,
+        .allow_network = p->allow_network,
+        .tmp_mb = p->lim.tmp_mb,
+        .uid = (unsigned)p->uid,
+        .gid = (unsigned)p->gid,
+    };
+    struct job *j = calloc(1, sizeof(*j));
+
+    memcpy(spec.sysdir, p->sysdir, sizeof(spec.sysdir));
+    if (!j || !(j->command = strdup(r->command)) ||
+        (r->stdin_data && !(j->in_data = malloc(r->stdin_len + 1)))) {
+        errinfo_set(err, ERR_NOMEM, "exec: out of memory");
+        goto fail;
+    }
+    j->argv = exec_build_argv(&spec, err);
+    if (!j->argv)
+        goto fail;
+    if (j->in_data)
+        memcpy(j->in_data, r->stdin_data, r->stdin_len);
+    j->in_len = r->stdin_len;
+    j->in_fd = j->pidfd = j->s[0].fd = j->s[1].fd = -1;
+    j->background = background;
+    j->timeout_ms = r->timeout_ms ? r->timeout_ms : background ? 0 : p->lim.timeout_ms;
+    j->started_ms = proc_wall_ms();
+    *out = j;
+    return 0;
+fail:
+    if (j)
+        free_job(j);
+    return -1;
+}
+
+/* Appends j (state QUEUED) under the lock, after the checks that may refuse it. */
+static int submit(struct proc *p, struct job *j, struct errinfo *err)
+{
+    if (p->stopping) {
+        errinfo_set(err, ERR_UNAVAILABLE, "exec: the daemon is stopping");
+        return -1;
+    }
+    if (j->background && p->running_bg >= p->lim.background_max) {
+        errinfo_set(err, ERR_UNAVAILABLE,
+                    "exec: %u background processes already run (the limit, "
+                    "--exec-background-max); stop one with kill first (see process_list)",
+                    p->running_bg);
+        return -1;
+    }
+    if (!j->background && p->queued >= PROC_QUEUE_MAX) {
+        errinfo_set(err, ERR_UNAVAILABLE,
+                    "exec: %u commands are already waiting for one of the %u slots "
+                    "(--exec-concurrent-max); try again when they are done",
+                    p->queued, p->lim.concurrent_max);
+        return -1;
+    }
+    j->id = p->next_id++;
+    j->state = JOB_QUEUED;
+    p->queued++;
+    if (p->last)
+        p->last->next = j;
+    else
+        p->jobs = j;
+    p->last = j;
+    if (p->console)
+        console_appendf(p->console, CONSOLE_INFO, CONSOLE_SRC_EXEC, j->id, "$ %s%s", j->command,
+                        j->background ? "   (background)" : "");
+    proc_wake(p);
+    return 0;
+}
+
+void proc_result_cleanup(struct proc_result *r)
+{
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Moves j's outcome into out (under the lock). */
+static void collect(struct job *j, struct proc_result *out)
+{
+    out->out = j->s[0].buf;
+    out->err = j->s[1].buf;
+    j->s[0].buf = j->s[1].buf = NULL;
+    out->o = (struct exec_outcome){
+        .pid = j->id,
+        .exit_code = j->exit_code,
+        .duration_ms = j->duration_ms,
+        .timed_out = j->timed_out,
+        .timeout_ms = j->timeout_ms,
+        .killed = j->killed,
+        .output_limit = j->output_limit,
+        .out = out->out,
+        .err = out->err,
+        .out_len = j->s[0].len,
+        .err_len = j->s[1].len,
+        .out_dropped = j->s[0].dropped,
+        .err_dropped = j->s[1].dropped,
+    };
+}
+
+int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *out,
+             struct errinfo *err)
+{
+    struct job *j = NULL;
+    int rc = -1;
+
+    memset(out, 0, sizeof(*out));
+    if (!p->available && p->thread_started && p->why.kind != ERR_NONE) {
+        *err = p->why;
+        return -1;
+    }
+    if (make_job(p, r, false, &j, err) < 0)
+        return -1;
+    j->waiting++;
+    pthread_mutex_lock(&p->lock);
+    if (submit(p, j, err) < 0) {
+        pthread_mutex_unlock(&p->lock);
+        free_job(j);
+        return -1;
+    }
+    while (!j->done)
+        pthread_cond_wait(&p->cond, &p->lock);
+    if (j->spawn_err.kind != ERR_NONE) {
+        *err = j->spawn_err;
+    } else {
+        collect(j, out);
+        rc = 0;
+    }
+    j->waiting--;
+    pthread_cond_broadcast(&p->cond); /* proc_free may wait for this */
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+int proc_start(struct proc *p, const struct proc_request *r, uint64_t *pid, struct errinfo *err)
+{
+    struct job *j = NULL;
+
+    if (!p->available) {
+        *err = p->why;
+        return -1;
+    }
+    if (make_job(p, r, true, &j, err) < 0)
+        return -1;
+    pthread_mutex_lock(&p->lock);
+    if (submit(p, j, err) < 0) {
+        pthread_mutex_unlock(&p->lock);
+        free_job(j);
+        return -1;
+    }
+    /* Wait until it started, so a failure to start is reported here. */
+    j->waiting++;
+    while (j->state == JOB_QUEUED && !j->done)
+        pthread_cond_wait(&p->cond, &p->lock);
+    j->waiting--;
+    *pid = j->id;
+    if (j->spawn_err.kind != ERR_NONE) {
+        *err = j->spawn_err;
+        pthread_mutex_unlock(&p->lock);
+        return -1;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}

@@ -1,0 +1,102 @@
+/* daemon/proc.h - the exec engine: runs commands in the bubblewrap sandbox and keeps the process
+ * registry (process_list, kill).
+ *
+ * DESIGN: one supervisor thread owns every child. Handlers submit a run and (foreground) wait on
+ * a condition variable; the supervisor forks, feeds stdin, reads the pipes with caps, enforces
+ * the deadlines, delivers kills and reaps (pidfds in one poll loop). Children therefore always
+ * have the same long-lived parent thread, which matters because PR_SET_PDEATHSIG fires when the
+ * forking *thread* exits. If the daemon dies, the kernel kills the sandboxes (PDEATHSIG on bwrap,
+ * --die-with-parent inside, and the pid namespace takes every grandchild with it).
+ *
+ * Each child enters a user and mount namespace of its own before bwrap starts: there it binds
+ * the workspace (through the daemon's directory fd, so a workspace under a path the daemon's
+ * user cannot traverse still works) onto a directory bwrap can name, and its process limit
+ * counts only the processes of that sandbox (RLIMIT_NPROC is per user namespace).
+ *
+ * Thread-safety: any thread (internal lock), except proc_new/proc_shutdown/proc_free (the main
+ * thread). Lock order: the proc lock is a leaf; the console is called without holding it. */
+#ifndef DAEMON_PROC_H
+#define DAEMON_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "errinfo.h"
+#include "exec.h"
+
+struct console;
+
+struct proc_options {
+    const char *bwrap;  /* bwrap's path; NULL = look it up on PATH */
+    int ws_fd;          /* the workspace root directory fd; borrowed, outlives the proc */
+    bool allow_network; /* share the host network with commands */
+    struct exec_limits limits;
+    struct console *console; /* borrowed, may be NULL */
+};
+
+struct proc; /* opaque */
+
+/* Starts the supervisor and checks the sandbox once (bwrap --version, then a real run of
+ * `true`). An unusable sandbox does not fail here: runs then fail with ERR_UNAVAILABLE naming
+ * the cause and the fix, and proc_sandbox_json says so. Returns an owned proc (proc_free) or
+ * NULL with err set (no memory, no thread). */
+struct proc *proc_new(const struct proc_options *opt, struct errinfo *err);
+
+/* Kills every sandbox (SIGKILL), wakes every waiter and stops accepting runs; returns when no
+ * child is left. Idempotent. */
+void proc_shutdown(struct proc *p);
+
+/* proc_shutdown, then frees. NULL is a no-op. */
+void proc_free(struct proc *p);
+
+/* True when commands can run; otherwise fills why (may be NULL) with the cause and the fix. */
+bool proc_sandbox_ok(struct proc *p, struct errinfo *why);
+
+/* The limits in force (immutable; borrowed for the proc's lifetime). */
+const struct exec_limits *proc_limits(const struct proc *p);
+
+/* {"available","bwrap","version","reason","network","memory","limits":{...}} for /health.
+ * Owned (cJSON_Delete) or NULL. */
+cJSON *proc_sandbox_json(struct proc *p);
+
+struct proc_request {
+    const char *command;        /* borrowed */
+    const char *cwd;            /* normalized workspace path (the caller checked it is a dir) */
+    uint32_t timeout_ms;        /* 0 = the default (background: none) */
+    const struct exec_env *env; /* checked names; borrowed */
+    size_t nenv;
+    const char *stdin_data; /* borrowed; NULL = /dev/null */
+    size_t stdin_len;
+};
+
+/* The end of a foreground run: o's strings point into the owned buffers. */
+struct proc_result {
+    struct exec_outcome o;
+    char *out, *err; /* owned */
+};
+void proc_result_cleanup(struct proc_result *r); /* safe on a zeroed struct */
+
+/* Runs a command and waits for it (waiting in line when concurrent_max runs are busy). A
+ * command that fails is still 0 here (see out->o.exit_code); -1 with err means it could not
+ * run: ERR_UNAVAILABLE (no sandbox, too many waiting, the daemon stopping) or ERR_IO. */
+int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *out,
+             struct errinfo *err);
+
+/* Starts a background command and returns at once with its registry id. Refused with
+ * ERR_UNAVAILABLE when background_max of them already run. */
+int proc_start(struct proc *p, const struct proc_request *r, uint64_t *pid, struct errinfo *err);
+
+/* The registry: {"processes":[{"pid","command","state","background","started","exit_code",
+ * "duration_ms"}]} (running ones and the most recent finished ones). Owned or NULL. */
+cJSON *proc_list_json(struct proc *p);
+
+/* Sends sig (SIGTERM, SIGINT, SIGHUP: to the command's process group, then SIGKILL to the
+ * whole sandbox after a grace period; SIGKILL: the whole sandbox at once) and waits up to a few
+ * seconds for it to end. *state (may be NULL) gets "killed" or "running". ERR_NOT_FOUND for an
+ * unknown id, ERR_INVALID when the process is no longer running. */
+int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct errinfo *err);
+
+#endif /* DAEMON_PROC_H */

@@ -1,0 +1,108 @@
+/* daemon/proc_int.h - what proc.c and proc_spawn.c share (not part of the proc.h contract).
+ * Every field of struct proc and struct job is guarded by proc->lock unless marked otherwise;
+ * a running job's streams and fds are touched by the supervisor thread only. */
+#ifndef DAEMON_PROC_INT_H
+#define DAEMON_PROC_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "errinfo.h"
+#include "exec.h"
+#include "proc.h"
+
+#define PROC_LINE_MAX          4096 /* a longer console line is split */
+#define PROC_TAIL              1024 /* last stderr bytes kept for the console's error entry */
+#define PROC_KILL_GRACE_MS_INT 2000 /* TERM/INT/HUP, then SIGKILL after this */
+#define PROC_KILL_WAIT_MS_INT  3000 /* how long kill waits to report the end */
+
+struct proc_stream {
+    int fd;     /* read end, -1 when closed */
+    char *buf;  /* owned: kept bytes (foreground runs) */
+    size_t len; /* bytes kept */
+    uint64_t dropped;
+    char line[PROC_LINE_MAX]; /* the partial line not yet sent to the console */
+    size_t line_len;
+};
+
+enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_EXITED, JOB_KILLED };
+
+struct job {
+    struct job *next;
+    uint64_t id;
+    char *command; /* owned */
+    char **argv;   /* owned (one allocation); NULL once started */
+    bool background;
+    enum job_state state;
+    char *in_data; /* owned copy of stdin, or NULL */
+    size_t in_len, in_off;
+    int in_fd; /* write end of stdin, -1 when closed */
+    pid_t pid; /* bwrap's pid */
+    int pidfd;
+    struct proc_stream s[2]; /* stdout, stderr */
+    char tail[PROC_TAIL];
+    size_t tail_len;
+    int64_t started_ms;                    /* wall clock, ms since the epoch */
+    int64_t start_mono, deadline, kill_at; /* monotonic ms; 0 = none */
+    uint32_t timeout_ms;
+    int exit_code;
+    int64_t duration_ms;
+    bool timed_out, killed, output_limit;
+    unsigned waiting; /* callers still reading this job (it is not freed meanwhile) */
+    bool done;
+    struct errinfo spawn_err; /* set when the sandbox could not start */
+};
+
+struct proc {
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC; broadcast when a job ends */
+    pthread_t thread;
+    bool thread_started;
+    int wake[2]; /* the supervisor polls wake[0] */
+    struct job *jobs, *last;
+    uint64_t next_id;
+    unsigned running_fg, running_bg, queued;
+    bool stopping, stopped;
+    /* Immutable after proc_new: */
+    char *bwrap;
+    char version[64];
+    bool available;
+    struct errinfo why;
+    const char *mnt; /* where the child binds the workspace before bwrap starts */
+    int ws_fd;
+    bool allow_network;
+    struct exec_limits lim;
+    struct console *console;
+    unsigned char sysdir[4];
+    uid_t uid;
+    gid_t gid;
+    pid_t self;
+    char uid_map[32], gid_map[32];
+};
+
+/* proc_spawn.c: forks bwrap for j (argv built), filling pid, pidfd, in_fd and the stream fds.
+ * Called by the supervisor with the lock held. -1 with err set when the sandbox did not start. */
+int proc_spawn(struct proc *p, struct job *j, struct errinfo *err);
+
+/* proc_spawn.c: the pid of a child process of parent (a /proc scan), or -1. */
+pid_t proc_child_of(pid_t parent);
+
+/* proc_spawn.c: SIGKILLs a sandbox: bwrap (our child) and the init process of its pid namespace,
+ * whose death takes every process of the sandbox with it. bwrap's --die-with-parent does not
+ * reach that init once it has changed credentials inside the user namespace (which clears the
+ * parent-death signal), so it is found and killed here, before bwrap dies and it is re-parented. */
+void proc_kill_sandbox(pid_t bwrap);
+
+/* proc_spawn.c: fills p's sandbox facts (bwrap path and version, mount point, system dirs) and
+ * sets available/why for everything that can be checked without running anything. */
+void proc_probe_host(struct proc *p, const char *bwrap);
+
+/* proc.c: wakes the supervisor (to start queued jobs, recompute deadlines). Any thread. */
+void proc_wake(struct proc *p);
+
+int64_t proc_mono_ms(void);
+int64_t proc_wall_ms(void);
+
+#endif /* DAEMON_PROC_INT_H */

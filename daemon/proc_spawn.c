@@ -1,0 +1,431 @@
+/* daemon/proc_spawn.c - starting one sandbox: the forked child's setup before it becomes bwrap,
+ * and the host facts the sandbox needs (see proc.h for the design).
+ *
+ * The daemon is multithreaded, so between fork and exec the child calls only async-signal-safe
+ * functions, on strings prepared before the fork. A failing step writes {step, errno} to a
+ * close-on-exec pipe; the parent reads it (or EOF once bwrap runs). */
+#include "proc_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum step {
+    STEP_PDEATHSIG = 1,
+    STEP_STDIO,
+    STEP_CHDIR,
+    STEP_RLIMIT,
+    STEP_USERNS,
+    STEP_IDMAP,
+    STEP_MOUNT,
+    STEP_EXEC
+};
+
+static const char *step_name(int step)
+{
+    switch (step) {
+    case STEP_PDEATHSIG:
+        return "prctl(PR_SET_PDEATHSIG)";
+    case STEP_STDIO:
+        return "setting up stdin/stdout/stderr";
+    case STEP_CHDIR:
+        return "entering the workspace";
+    case STEP_RLIMIT:
+        return "setting the resource limits";
+    case STEP_USERNS:
+        return "creating a user namespace (unshare)";
+    case STEP_IDMAP:
+        return "writing the user namespace's uid/gid map";
+    case STEP_MOUNT:
+        return "binding the workspace";
+    case STEP_EXEC:
+        return "starting bwrap";
+    default:
+        return "setting up the sandbox";
+    }
+}
+
+int64_t proc_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t proc_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- in the child (async-signal-safe only) ---- */
+
+static _Noreturn void child_fail(int step)
+{
+    int e[2] = {step, errno};
+
+    (void)!write(3, e, sizeof(e));
+    _exit(127);
+}
+
+static int write_str(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = write(fd, s, strlen(s));
+    close(fd);
+    return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+struct child_fds {
+    int in, out, err, status; /* the child's ends; in = -1 for /dev/null */
+};
+
+static void child_stdio(const struct child_fds *f)
+{
+    int in = f->in >= 0 ? f->in : open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    /* Every source fd is above 2 (proc_new makes sure 0-2 are taken), so the order is safe. */
+    if (in < 0 || dup2(in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
+        child_fail(STEP_STDIO);
+    if (f->status != 3 && dup2(f->status, 3) < 0)
+        _exit(127);
+    if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+        _exit(127);
+    /* Nothing else of the daemon's may reach the sandbox. */
+    if (syscall(SYS_close_range, 4u, ~0u, 0u) < 0)
+        for (int fd = 4; fd < 1024; fd++)
+            close(fd);
+}
+
+/* Lowers a limit (never raises it past what the daemon itself may have: that would fail). */
+static int lower_limit(int resource, rlim_t soft, rlim_t hard)
+{
+    struct rlimit cur, want = {soft, hard};
+
+    if (getrlimit(resource, &cur) == 0 && cur.rlim_max != RLIM_INFINITY) {
+        if (want.rlim_max > cur.rlim_max)
+            want.rlim_max = cur.rlim_max;
+        if (want.rlim_cur > want.rlim_max)
+            want.rlim_cur = want.rlim_max;
+    }
+    return setrlimit(resource, &want);
+}
+
+static void child_limits(const struct exec_limits *l)
+{
+    if (lower_limit(RLIMIT_CPU, l->cpu_s, (rlim_t)l->cpu_s + 5) < 0 ||
+        lower_limit(RLIMIT_DATA, (rlim_t)l->memory_mb << 20, (rlim_t)l->memory_mb << 20) < 0 ||
+        lower_limit(RLIMIT_FSIZE, (rlim_t)l->file_size_mb << 20, (rlim_t)l->file_size_mb << 20) <
+            0 ||
+        lower_limit(RLIMIT_CORE, 0, 0) < 0 || lower_limit(RLIMIT_NOFILE, 1024, 1024) < 0)
+        child_fail(STEP_RLIMIT);
+}
+
+static _Noreturn void child_main(const struct proc *p, char **argv, const struct child_fds *f)
+{
+    static char *const no_env[] = {NULL};
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigset_t none;
+
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    sigaction(SIGPIPE, &dfl, NULL);
+    /* The cwd follows the unshare into the new mount namespace, which an fd does not: this is
+     * how the workspace is named without traversing its host path. */
+    if (fchdir(p->ws_fd) < 0)
+        child_fail(STEP_CHDIR);
+    child_stdio(f);
+    child_limits(&p->lim);
+    /* After dropping root the process is not dumpable, which makes /proc/self/uid_map root's. */
+    prctl(PR_SET_DUMPABLE, 1);
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+        child_fail(STEP_USERNS);
+    if (write_str("/proc/self/setgroups", "deny") < 0 ||
+        write_str("/proc/self/uid_map", p->uid_map) < 0 ||
+        write_str("/proc/self/gid_map", p->gid_map) < 0)
+        child_fail(STEP_IDMAP);
+    /* Only now: entering the user namespace changed the credentials, which clears the
+     * parent-death signal. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        child_fail(STEP_PDEATHSIG);
+    if (getppid() != p->self)
+        _exit(127); /* the daemon is already gone */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount(".", p->mnt, NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/") < 0)
+        child_fail(STEP_MOUNT);
+    /* Set only now: the user namespace above records the limit in force when it was made, and
+     * counting from here on covers this sandbox's processes alone. */
+    if (lower_limit(RLIMIT_NPROC, p->lim.procs, p->lim.procs) < 0)
+        child_fail(STEP_RLIMIT);
+    execve(argv[0], argv, no_env);
+    child_fail(STEP_EXEC);
+}
+
+/* ---- in the supervisor ---- */
+
+static int make_pipe(int fds[2], bool parent_reads, struct errinfo *err)
+{
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        errinfo_sys(err, "exec: cannot create a pipe");
+        return -1;
+    }
+    /* Only the daemon's end is non-blocking; the command's end stays a normal pipe. */
+    fcntl(fds[parent_reads ? 0 : 1], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Reads the child's status pipe: 0 once bwrap was exec'd, -1 with err for a failed step. */
+static int read_status(int fd, pid_t pid, struct errinfo *err)
+{
+    int e[2] = {0, 0};
+    ssize_t n;
+
+    do
+        n = read(fd, e, sizeof(e));
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 0;
+    waitpid(pid, NULL, 0);
+    if (n != (ssize_t)sizeof(e)) {
+        errinfo_set(err, ERR_IO, "exec: the sandbox helper ended before starting bwrap");
+        return -1;
+    }
+    errno = e[1];
+    if (e[0] == STEP_USERNS || e[0] == STEP_IDMAP)
+        errinfo_sys(err,
+                    "exec: %s failed: user namespaces are not available to this user; enable "
+                    "them (sysctl user.max_user_namespaces=15000, and on Ubuntu "
+                    "kernel.apparmor_restrict_unprivileged_userns=0)",
+                    step_name(e[0]));
+    else
+        errinfo_sys(err, "exec: %s failed", step_name(e[0]));
+    err->kind = ERR_UNAVAILABLE;
+    return -1;
+}
+
+int proc_spawn(struct proc *p, struct job *j, struct errinfo *err)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, st[2] = {-1, -1};
+    struct child_fds f;
+    pid_t pid;
+    int rc = -1;
+
+    if ((j->in_data && make_pipe(in, false, err) < 0) || make_pipe(out, true, err) < 0 ||
+        make_pipe(er, true, err) < 0 || make_pipe(st, false, err) < 0)
+        goto out;
+    fcntl(st[1], F_SETFL, 0);
+    f = (struct child_fds){.in = in[0], .out = out[1], .err = er[1], .status = st[1]};
+    pid = fork();
+    if (pid < 0) {
+        errinfo_sys(err, "exec: cannot fork");
+        goto out;
+    }
+    if (pid == 0)
+        child_main(p, j->argv, &f);
+    close_fd(&st[1]);
+    if (read_status(st[0], pid, err) < 0)
+        goto out;
+    j->pidfd = pidfd_open(pid, 0);
+    if (j->pidfd < 0) {
+        errinfo_sys(err, "exec: pidfd_open");
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        goto out;
+    }
+    j->pid = pid;
+    j->in_fd = in[1];
+    in[1] = -1;
+    j->s[0].fd = out[0];
+    out[0] = -1;
+    j->s[1].fd = er[0];
+    er[0] = -1;
+    rc = 0;
+out:
+    close_fd(&in[0]);
+    close_fd(&in[1]);
+    close_fd(&out[0]);
+    close_fd(&out[1]);
+    close_fd(&er[0]);
+    close_fd(&er[1]);
+    close_fd(&st[0]);
+    close_fd(&st[1]);
+    return rc;
+}
+
+pid_t proc_child_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = -1;
+
+    if (!d)
+        return -1;
+    while (found < 0 && (e = readdir(d)) != NULL) {
+        char path[300], buf[512];
+        const char *rp;
+        int fd, ppid = 0;
+        ssize_t n;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold anything, so parse after the last ')'. */
+        rp = strrchr(buf, ')');
+        if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == parent)
+            found = (pid_t)strtol(e->d_name, NULL, 10);
+    }
+    closedir(d);
+    return found;
+}
+
+/* ---- host facts ---- */
+
+static char *find_on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+
+    if (!path || !path[0])
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *sep = strchr(path, ':');
+        size_t n = sep ? (size_t)(sep - path) : strlen(path);
+        int w = snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog);
+
+        if (n > 0 && w > 0 && (size_t)w < sizeof(buf) && access(buf, X_OK) == 0)
+            return strdup(buf);
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return NULL;
+}
+
+/* "bubblewrap 0.8.0" -> "0.8.0" into out; "" when it cannot be run. */
+static void bwrap_version(const char *bwrap, char *out, size_t outsz)
+{
+    posix_spawn_file_actions_t fa;
+    char *const argv[] = {(char *)bwrap, "--version", NULL};
+    char buf[128];
+    int fds[2];
+    pid_t pid;
+    ssize_t n = 0;
+
+    out[0] = '\0';
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    if (posix_spawn(&pid, bwrap, &fa, NULL, argv, (char *[]){NULL}) == 0) {
+        close(fds[1]);
+        fds[1] = -1;
+        n = read(fds[0], buf, sizeof(buf) - 1);
+        waitpid(pid, NULL, 0);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[0]);
+    if (fds[1] >= 0)
+        close(fds[1]);
+    if (n > 0) {
+        const char *v;
+
+        buf[n] = '\0';
+        buf[strcspn(buf, "\r\n")] = '\0';
+        v = strrchr(buf, ' ');
+        snprintf(out, outsz, "%.60s", v ? v + 1 : buf);
+    }
+}
+
+void proc_probe_host(struct proc *p, const char *bwrap)
+{
+    static const char *const mounts[] = {"/mnt", "/media", "/srv", "/opt", "/home", "/var"};
+    static const char *const sysdirs[4] = {"/bin", "/lib", "/lib64", "/sbin"};
+    struct stat st;
+
+    for (size_t i = 0; i < 4; i++) {
+        p->sysdir[i] = EXEC_SYSDIR_ABSENT;
+        if (lstat(sysdirs[i], &st) == 0)
+            p->sysdir[i] = S_ISLNK(st.st_mode)   ? EXEC_SYSDIR_SYMLINK
+                           : S_ISDIR(st.st_mode) ? EXEC_SYSDIR_DIR
+                                                 : EXEC_SYSDIR_ABSENT;
+    }
+    for (size_t i = 0; i < sizeof(mounts) / sizeof(mounts[0]) && !p->mnt; i++)
+        if (lstat(mounts[i], &st) == 0 && S_ISDIR(st.st_mode))
+            p->mnt = mounts[i];
+    p->bwrap = bwrap ? strdup(bwrap) : find_on_path("bwrap");
+    p->uid = getuid();
+    p->gid = getgid();
+    snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", (unsigned)p->uid, (unsigned)p->uid);
+    snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", (unsigned)p->gid, (unsigned)p->gid);
+    p->available = false;
+    if (!p->bwrap || access(p->bwrap, X_OK) < 0) {
+        errinfo_set(&p->why, ERR_UNAVAILABLE,
+                    "exec is unavailable: bubblewrap (bwrap) is not installed%s; install it "
+                    "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+                    "bubblewrap) and restart runboxd",
+                    bwrap ? " at the configured path" : " or not on PATH");
+        return;
+    }
+    bwrap_version(p->bwrap, p->version, sizeof(p->version));
+    if (p->uid == 0) {
+        errinfo_set(&p->why, ERR_UNAVAILABLE,
+                    "exec is unavailable: runboxd runs as root, and commands never run as "
+                    "root; start it as root so it drops to --user, or as a normal user");
+        return;
+    }
+    if (!p->mnt) {
+        errinfo_set(&p->why, ERR_UNAVAILABLE,
+                    "exec is unavailable: none of /mnt, /media, /srv, /opt, /home, /var exists "
+                    "to stage the workspace on; create /mnt");
+        return;
+    }
+    p->available = true;
+}
+
+void proc_kill_sandbox(pid_t bwrap)
+{
+    pid_t init;
+
+    if (bwrap <= 0)
+        return;
+    init = proc_child_of(bwrap);
+    kill(bwrap, SIGKILL);
+    if (init > 0)
+        kill(init, SIGKILL);
+}

@@ -1,0 +1,248 @@
+/* daemon/tools_exec.c - the exec tools: exec, process_list, kill, as common/tools/exec.json
+ * describes them, over the exec engine (proc.h). This file turns arguments into a proc_request
+ * (checking what the schema cannot: the cwd, the env names, the timeout cap) and outcomes into
+ * the result text plus the same facts as structured JSON. */
+#include "tools.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "proc.h"
+#include "vfs.h"
+
+const char *tools_workspace_alias(const char *path)
+{
+    size_t n = strlen(EXEC_WORKSPACE);
+
+    if (strncmp(path, EXEC_WORKSPACE, n) != 0)
+        return path;
+    if (path[n] == '\0')
+        return "/";
+    return path[n] == '/' ? path + n : path;
+}
+
+static int need_proc(const struct tools_ctx *ctx, struct errinfo *err)
+{
+    if (ctx->proc)
+        return 0;
+    errinfo_set(err, ERR_UNAVAILABLE, "exec is not available in this daemon");
+    return -1;
+}
+
+/* The working directory: a workspace path that must be an existing directory. */
+static int check_cwd(const struct tools_ctx *ctx, const char *cwd, char *norm, size_t normsz,
+                     struct errinfo *err)
+{
+    struct vfs_stat st;
+    struct errinfo serr = {0};
+
+    if (vfs_normalize(tools_workspace_alias(cwd), norm, normsz, err) < 0)
+        return -1;
+    if (strcmp(norm, "/") == 0)
+        return 0;
+    if (vfs_stat(ctx->vfs, norm, &st, &serr) < 0) {
+        errinfo_set(err, serr.kind == ERR_NOT_FOUND ? ERR_NOT_FOUND : serr.kind, "cwd %s: %s", norm,
+                    serr.kind == ERR_NOT_FOUND ? "no such directory in the workspace" : serr.msg);
+        return -1;
+    }
+    if (st.type != VFS_DIR) {
+        errinfo_set(err, ERR_INVALID, "cwd %s is not a directory", norm);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_env(const cJSON *env, struct exec_env *out, size_t *n, struct errinfo *err)
+{
+    *n = 0;
+    for (const cJSON *v = env ? env->child : NULL; v; v = v->next) {
+        if (*n == EXEC_ENV_MAX) {
+            errinfo_set(err, ERR_INVALID, "arguments.env: at most %d variables", EXEC_ENV_MAX);
+            return -1;
+        }
+        if (!exec_env_name_ok(v->string)) {
+            errinfo_set(err, ERR_INVALID,
+                        "arguments.env: \"%.60s\" is not a variable name (letters, digits and _, "
+                        "not starting with a digit, at most %d bytes)",
+                        v->string, EXEC_ENV_NAME_MAX);
+            return -1;
+        }
+        if (!cJSON_IsString(v)) {
+            errinfo_set(err, ERR_INVALID, "arguments.env.%.60s: expected a string", v->string);
+            return -1;
+        }
+        out[*n].name = v->string;
+        out[(*n)++].value = v->valuestring;
+    }
+    return 0;
+}
+
+static int set_result(struct tools_result *out, char *text, size_t len, cJSON *structured,
+                      struct errinfo *err)
+{
+    char *js = structured ? cJSON_PrintUnformatted(structured) : NULL;
+
+    cJSON_Delete(structured);
+    if (!text || !js) {
+        free(text);
+        free(js);
+        errinfo_set(err, ERR_NOMEM, "out of memory building the result");
+        return -1;
+    }
+    out->data = text;
+    out->len = len;
+    out->is_json = false;
+    out->structured = js;
+    return 0;
+}
+
+static int run_background(const struct tools_ctx *ctx, const struct proc_request *r,
+                          struct tools_result *out, struct errinfo *err)
+{
+    uint64_t pid = 0;
+    char *text = malloc(512);
+    cJSON *j;
+
+    if (!text || proc_start(ctx->proc, r, &pid, err) < 0) {
+        if (!text)
+            errinfo_set(err, ERR_NOMEM, "out of memory");
+        free(text);
+        return -1;
+    }
+    snprintf(text, 512,
+             "[started in the background as process %" PRIu64 "]\n"
+             "Its output goes to the console (console_logs with source \"exec\"); process_list "
+             "shows its state; stop it with kill {\"pid\": %" PRIu64 "}.\n",
+             pid, pid);
+    j = cJSON_CreateObject();
+    if (j && (!cJSON_AddNumberToObject(j, "pid", (double)pid) ||
+              !cJSON_AddBoolToObject(j, "background", true) ||
+              !cJSON_AddStringToObject(j, "state", "running"))) {
+        cJSON_Delete(j);
+        j = NULL;
+    }
+    return set_result(out, text, strlen(text), j, err);
+}
+
+int tools_exec(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+               struct errinfo *err)
+{
+    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(args, "command");
+    const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(args, "cwd");
+    const cJSON *tmo = cJSON_GetObjectItemCaseSensitive(args, "timeout_ms");
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(args, "stdin");
+    struct exec_env env[EXEC_ENV_MAX];
+    struct proc_request r = {0};
+    struct proc_result res = {0};
+    char norm[VFS_PATH_MAX + 1];
+    const struct exec_limits *lim;
+    size_t len = 0;
+    char *text;
+
+    if (need_proc(ctx, err) < 0 || !proc_sandbox_ok(ctx->proc, err))
+        return -1;
+    lim = proc_limits(ctx->proc);
+    if (!cJSON_IsString(cmd) || !cmd->valuestring[0]) {
+        errinfo_set(err, ERR_INVALID, "arguments.command: expected a non-empty string");
+        return -1;
+    }
+    if (check_cwd(ctx, cJSON_IsString(cwd) ? cwd->valuestring : "/", norm, sizeof(norm), err) < 0)
+        return -1;
+    if (cJSON_IsNumber(tmo) && tmo->valuedouble > lim->timeout_max_ms) {
+        errinfo_set(err, ERR_INVALID,
+                    "arguments.timeout_ms: %.0f is over this daemon's maximum of %" PRIu32
+                    " ms (--exec-timeout-max-ms)",
+                    tmo->valuedouble, lim->timeout_max_ms);
+        return -1;
+    }
+    if (parse_env(cJSON_GetObjectItemCaseSensitive(args, "env"), env, &r.nenv, err) < 0)
+        return -1;
+    r.command = cmd->valuestring;
+    r.cwd = norm;
+    r.timeout_ms = cJSON_IsNumber(tmo) ? (uint32_t)tmo->valuedouble : 0;
+    r.env = env;
+    if (cJSON_IsString(in)) {
+        r.stdin_data = in->valuestring;
+        r.stdin_len = strlen(in->valuestring);
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "background")))
+        return run_background(ctx, &r, out, err);
+    if (proc_run(ctx->proc, &r, &res, err) < 0)
+        return -1;
+    text = exec_format_text(&res.o, &len);
+    if (set_result(out, text, len, exec_outcome_json(&res.o), err) < 0) {
+        proc_result_cleanup(&res);
+        return -1;
+    }
+    proc_result_cleanup(&res);
+    return 0;
+}
+
+int tools_process_list(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+                       struct errinfo *err)
+{
+    cJSON *list;
+    char *js;
+
+    (void)args;
+    if (need_proc(ctx, err) < 0)
+        return -1;
+    list = proc_list_json(ctx->proc);
+    js = list ? cJSON_PrintUnformatted(list) : NULL;
+    cJSON_Delete(list);
+    if (!js) {
+        errinfo_set(err, ERR_NOMEM, "out of memory building the process list");
+        return -1;
+    }
+    out->data = js;
+    out->len = strlen(js);
+    out->is_json = true;
+    return 0;
+}
+
+int tools_kill(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
+               struct errinfo *err)
+{
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(args, "pid");
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(args, "signal");
+    const char *signame = cJSON_IsString(sig) ? sig->valuestring : "TERM";
+    const char *state = NULL;
+    int signo = exec_parse_signal(signame);
+    cJSON *j;
+    char *js;
+
+    if (need_proc(ctx, err) < 0)
+        return -1;
+    if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || signo < 0) {
+        errinfo_set(err, ERR_INVALID,
+                    "arguments: pid must be a process id and signal one of "
+                    "TERM, KILL, INT, HUP");
+        return -1;
+    }
+    if (proc_kill(ctx->proc, (uint64_t)pid->valuedouble, signo, &state, err) < 0)
+        return -1;
+    j = cJSON_CreateObject();
+    if (j && cJSON_AddNumberToObject(j, "pid", pid->valuedouble) &&
+        cJSON_AddStringToObject(j, "signal",
+                                signo == SIGKILL  ? "KILL"
+                                : signo == SIGINT ? "INT"
+                                : signo == SIGHUP ? "HUP"
+                                                  : "TERM") &&
+        cJSON_AddStringToObject(j, "state", state ? state : "running"))
+        js = cJSON_PrintUnformatted(j);
+    else
+        js = NULL;
+    cJSON_Delete(j);
+    if (!js) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    out->data = js;
+    out->len = strlen(js);
+    out->is_json = true;
+    return 0;
+}

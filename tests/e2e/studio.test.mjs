@@ -1,0 +1,235 @@
+// tests/e2e/studio.test.mjs - the Studio bridge end to end: the plugin's REAL poll loop
+// (plugin-bridge/tests/run_plugin.lua: Main, Bridge, Executor and the tool handlers over a fake
+// place, under lua5.1 with LuaSocket HTTP) against the real runboxd, driven through the real
+// runbox over stdio, as an MCP client would.
+//
+// Skipped, with the reason, when lua5.1 with lua-socket and lua-cjson is not installed.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+
+import { startDaemon } from '../lib/daemon.mjs';
+import { resultText, startProxy } from '../lib/proxy.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const RUN_PLUGIN = path.resolve(here, '../../plugin-bridge/tests/run_plugin.lua');
+const BUILD = path.resolve(here, '../../plugin-bridge/build.lua');
+const LUA = process.env.LUA || 'lua5.1';
+
+function luaMissing() {
+  const r = spawnSync(LUA, ['-e', 'require("socket"); require("cjson")'], { encoding: 'utf8' });
+  if (r.error) return `${LUA} is not installed (Debian: apt-get install lua5.1 lua-socket lua-cjson)`;
+  if (r.status !== 0)
+    return `${LUA} lacks LuaSocket or lua-cjson (Debian: apt-get install lua-socket lua-cjson): ${r.stderr.trim()}`;
+  return false;
+}
+const skip = luaMissing();
+
+// Starts run_plugin.lua; resolves once it reports "connected".
+async function startPlugin(url, args = []) {
+  const child = spawn(LUA, [RUN_PLUGIN, url, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines = [];
+  const waiters = [];
+  let stderr = '';
+  let buf = '';
+  child.stdout.on('data', (c) => {
+    buf += c;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      lines.push(line);
+      for (const w of waiters.splice(0)) {
+        if (w.re.test(line)) { clearTimeout(w.timer); w.resolve(line); } else waiters.push(w);
+      }
+    }
+  });
+  child.stderr.on('data', (c) => { stderr += c; });
+  child.stdin.on('error', () => {});
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const plugin = {
+    child, lines, exited,
+    stderr: () => stderr,
+    waitLine(re, timeoutMs = 10000) {
+      const seen = lines.find((l) => re.test(l));
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const w = { re, resolve };
+        w.timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(w), 1);
+          reject(new Error(`run_plugin printed no line matching ${re} in ${timeoutMs} ms; ` +
+                           `stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
+        }, timeoutMs);
+        waiters.push(w);
+      });
+    },
+    commands: (tool) => lines.filter((l) => l === `run_plugin: command ${tool}`).length,
+    // Unloads like Studio does (POST /disconnect), then exits.
+    async quit() {
+      child.stdin.end('quit\n');
+      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      const r = await exited;
+      clearTimeout(t);
+      return r;
+    },
+    kill() { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); },
+  };
+  await plugin.waitLine(/^run_plugin: connected$/);
+  return plugin;
+}
+
+async function call(p, name, args, timeoutMs = 30000) {
+  return p.callTool(name, args, { timeoutMs });
+}
+
+function okJson(result) {
+  assert.equal(result.isError, false, `tool failed: ${resultText(result)}`);
+  return JSON.parse(resultText(result));
+}
+
+describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip }, () => {
+  let daemon;
+  let proxy;
+  let tmp;
+  let bundle;
+  const plugins = [];
+
+  async function plugin(args) {
+    const pl = await startPlugin(daemon.url, args);
+    plugins.push(pl);
+    return pl;
+  }
+
+  before(async () => {
+    // The first test runs the one-file plugin users install, built from the sources now.
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-plugin-'));
+    bundle = path.join(tmp, 'RunboxBridge.lua');
+    const built = spawnSync(LUA, [BUILD, path.resolve(here, '../../plugin-bridge/src'), bundle],
+                            { encoding: 'utf8' });
+    assert.equal(built.status, 0, `build.lua failed: ${built.stderr}`);
+    daemon = await startDaemon({ workspace: ':memory:' });
+    proxy = startProxy({ daemonUrl: daemon.url });
+    await proxy.initialize();
+  });
+
+  after(async () => {
+    for (const pl of plugins) pl.kill();
+    if (proxy) proxy.kill();
+    if (daemon) await daemon.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('create_object, then get_instance_properties shows it; set_property Vector3 reads back',
+       async () => {
+    const pl = await plugin(['--instance', 'e2e-main', '--bundle', bundle]);
+    const created = okJson(await call(proxy, 'create_object',
+                                      { class_name: 'Part', parent: 'Workspace', name: 'E2EPart' }));
+    assert.equal(created.path, 'Workspace.E2EPart');
+    const props = okJson(await call(proxy, 'get_instance_properties', { path: 'Workspace.E2EPart' }));
+    assert.equal(props.className, 'Part');
+    assert.equal(props.path, 'Workspace.E2EPart');
+
+    const size = { type: 'Vector3', value: [4, 5.5, -6] };
+    okJson(await call(proxy, 'set_property', { path: 'Workspace.E2EPart', property: 'Size', value: size }));
+    const back = okJson(await call(proxy, 'get_instance_properties',
+                                   { path: 'Workspace.E2EPart', properties: ['Size'] }));
+    assert.deepEqual(back.properties.Size, size);
+    assert.equal(pl.commands('set_property'), 1, 'the plugin ran set_property once');
+    await pl.quit();
+  });
+
+  test('Studio output reaches get_console_output (batched POST /console)', async () => {
+    const pl = await plugin(['--instance', 'e2e-console']);
+    const marker = `e2e console line ${Date.now()}`;
+    okJson(await call(proxy, 'execute_luau', { code: `warn(${JSON.stringify(marker)}) return 1` }));
+    let found = null;
+    const deadline = Date.now() + 10000;
+    while (!found && Date.now() < deadline) {
+      const r = await call(proxy, 'get_console_output', { limit: 1000 });
+      assert.equal(r.isError, false, resultText(r));
+      if (resultText(r).includes(marker)) found = resultText(r);
+      else await new Promise((res) => setTimeout(res, 200));
+    }
+    assert.ok(found, 'the warn() line arrived in the daemon console');
+    assert.match(found, /studio/);
+    await pl.quit();
+  });
+
+  test('a failing handler arrives as isError with the plugin\'s message', async () => {
+    const pl = await plugin(['--instance', 'e2e-fail', '--fail', 'get_instance_children']);
+    const r = await call(proxy, 'get_instance_children', { path: 'Workspace' });
+    assert.equal(r.isError, true);
+    assert.match(resultText(r), /injected failure in get_instance_children/);
+    await pl.quit();
+  });
+
+  test('the plugin stopped: the next call fails in under a second with the connect message',
+       async () => {
+    const pl = await plugin(['--instance', 'e2e-stop']);
+    okJson(await call(proxy, 'get_selection', {}));
+    const { code } = await pl.quit();
+    assert.equal(code, 0);
+    const t0 = Date.now();
+    const r = await call(proxy, 'get_selection', {});
+    const took = Date.now() - t0;
+    assert.equal(r.isError, true);
+    assert.match(resultText(r), /not connected/i);
+    assert.match(resultText(r), /Connect/);
+    assert.ok(took < 1000, `failed after ${took} ms`);
+  });
+
+  test('the plugin killed while holding a command: "may have been applied", well before the deadline',
+       async () => {
+    const pl = await plugin(['--instance', 'e2e-die', '--die-on', 'delete_object']);
+    const t0 = Date.now();
+    const r = await call(proxy, 'delete_object', { path: 'Workspace.Baseplate' }, 90000);
+    const took = Date.now() - t0;
+    assert.equal(r.isError, true);
+    assert.match(resultText(r), /may have been applied/);
+    assert.ok(took < 45000, `failed after ${took} ms (deadline is 110 s)`);
+    await pl.waitLine(/^run_plugin: dying while holding delete_object$/);
+    await pl.exited;
+  });
+
+  test('two edit instances: list_studios shows both, set_active_studio routes the next call',
+       async () => {
+    const a = await plugin(['--instance', 'e2e-a', '--place-name', 'Place A', '--place-id', '111']);
+    const b = await plugin(['--instance', 'e2e-b', '--place-name', 'Place B', '--place-id', '222']);
+    const list = okJson(await call(proxy, 'list_studios', {}));
+    const text = JSON.stringify(list);
+    assert.match(text, /e2e-a/);
+    assert.match(text, /e2e-b/);
+    assert.match(text, /Place A/);
+    assert.match(text, /Place B/);
+
+    okJson(await call(proxy, 'set_active_studio', { instance: 'e2e-b' }));
+    okJson(await call(proxy, 'get_selection', {}));
+    assert.equal(b.commands('get_selection'), 1, 'the chosen Studio ran it');
+    assert.equal(a.commands('get_selection'), 0, 'the other did not');
+
+    okJson(await call(proxy, 'set_active_studio', { instance: 'e2e-a' }));
+    okJson(await call(proxy, 'get_selection', {}));
+    assert.equal(a.commands('get_selection'), 1);
+    assert.equal(b.commands('get_selection'), 1);
+    await a.quit();
+    await b.quit();
+  });
+
+  test('a play-test server copy registers with its role and gets no edit commands', async () => {
+    const edit = await plugin(['--instance', 'e2e-edit', '--place-id', '333']);
+    const server = await plugin(['--instance', 'e2e-server', '--role', 'server', '--place-id', '333']);
+    const list = okJson(await call(proxy, 'list_studios', {}));
+    const text = JSON.stringify(list);
+    assert.match(text, /e2e-server/);
+    assert.match(text, /"server"/);
+    okJson(await call(proxy, 'get_selection', {}));
+    assert.equal(edit.commands('get_selection'), 1);
+    assert.equal(server.commands('get_selection'), 0);
+    await server.quit();
+    await edit.quit();
+  });
+});
