@@ -456,12 +456,15 @@ static int handle_tool(struct api *a, struct mg_connection *conn, const char *na
     return status;
 }
 
-static const char endpoints[] = "the endpoints are POST /tool/<name>, GET /tools and GET /health";
+static const char endpoints[] =
+    "the endpoints are POST /tool/<name>, GET /tools, GET /health, GET /resources, "
+    "GET /resource?uri=..., GET /prompts, POST /prompt/<name>, and the Studio plugin's GET /poll, "
+    "POST /result, POST /console and POST /disconnect";
 
 static int route(struct api *a, struct mg_connection *conn, const char *method, const char *path)
 {
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-    char msg[400];
+    char msg[512];
 
     if (strcmp(path, "/health") == 0 || strcmp(path, "/tools") == 0) {
         if (!get) {

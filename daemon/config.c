@@ -613,7 +613,8 @@ int config_read_token(struct config *cfg, struct errinfo *err)
 const char *config_usage(void)
 {
     return "Usage: runboxd [options]\n"
-           "Runbox daemon: serves the workspace tools over HTTP on a loopback address.\n"
+           "Runbox daemon: serves the workspace, exec, console and Roblox Studio tools over\n"
+           "HTTP on a loopback address.\n"
            "\n"
            "Options:\n"
            "  --port N            port to listen on (default 7766; 0 = any free port, printed\n"
@@ -649,10 +650,12 @@ const char *config_usage(void)
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
            "allow_network, log_level, user, fsync, token_file, and exec_<limit> (e.g.\n"
-           "\"exec_timeout_ms\": 120000). Flags beat the environment,\n"
+           "\"exec_timeout_ms\": 90000). Flags beat the environment,\n"
            "which beats the file.\n"
            "\n"
-           "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health.\n"
+           "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health,\n"
+           "GET /resources, GET /resource?uri=..., GET /prompts, POST /prompt/<name>, and the\n"
+           "Studio plugin's GET /poll, POST /result, POST /console, POST /disconnect.\n"
            "Exit status: 0 on SIGTERM/SIGINT, 1 when the port is taken or the workspace\n"
            "cannot be opened, 2 for a configuration error.\n";
 }
