@@ -188,7 +188,8 @@ p('This page is written by the benchmark; do not edit it by hand — run the com
 p('It measures what issue 2 asks for: `runbox` → `runboxd` beside the reference Node');
 p('implementation (an `@modelcontextprotocol/sdk` proxy forwarding to a `node:http` daemon) and the');
 p('C echo floor (a C MCP server that answers at once: nothing can be faster), all driven by the same');
-p('client (`../shared/bench/mcp-bench.mjs`) in the same run, plus `search` against `grep`.');
+p('client (`../shared/bench/mcp-bench.mjs`) in the same run, plus `search` against `grep`, and');
+p('the exec, console, resources and Studio targets of issues 3 and 4 (their own section below).');
 p();
 p('## How to run');
 p();
