@@ -7,6 +7,8 @@
 -- whoever resumed them. ypcall forwards such yields outward, so a handler may wait inside the
 -- executor's pcall (lua5.1's pcall cannot be yielded across, Luau's can).
 
+local L = require("luau")
+
 local X = {}
 
 local function pack(...)
@@ -192,27 +194,9 @@ function X.scheduler(opts)
 	return s
 end
 
--- RBXScriptSignal stand-in.
+-- RBXScriptSignal stand-in: the fake environment's signal, plus a count of live connections.
 function X.signal()
-	local sig = { handlers = {} }
-	function sig:Connect(fn)
-		local entry = { fn = fn, connected = true }
-		table.insert(sig.handlers, entry)
-		return {
-			Connected = true,
-			Disconnect = function(conn)
-				entry.connected = false
-				conn.Connected = false
-			end,
-		}
-	end
-	function sig:Fire(...)
-		for _, h in ipairs(sig.handlers) do
-			if h.connected then
-				h.fn(...)
-			end
-		end
-	end
+	local sig = L.signal()
 	function sig:count()
 		local n = 0
 		for _, h in ipairs(sig.handlers) do
