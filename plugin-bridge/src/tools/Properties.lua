@@ -44,6 +44,23 @@ local function readBack(inst, prop)
 	return Values.encode(v)
 end
 
+-- Sets news[i] on insts[i] (every value was computed first, so a bad one changes nothing), then
+-- reports what the first REPORT_MAX instances read back.
+local REPORT_MAX = 50
+local function applyAll(insts, prop, news)
+	for i, inst in ipairs(insts) do
+		assign(inst, prop, news[i])
+	end
+	local out = {}
+	for i, inst in ipairs(insts) do
+		if i > REPORT_MAX then
+			break
+		end
+		out[i] = { path = Paths.format(inst), value = readBack(inst, prop) }
+	end
+	return { property = prop, count = #insts, results = out, truncated = #insts > REPORT_MAX }
+end
+
 local OPS = {
 	add = function(a, b) return a + b end,
 	subtract = function(a, b) return a - b end,
@@ -143,17 +160,7 @@ T.set_calculated_property = {
 			end
 			news[i] = v
 		end
-		for i, inst in ipairs(insts) do
-			assign(inst, prop, news[i])
-		end
-		local out = {}
-		for i, inst in ipairs(insts) do
-			if i > 50 then
-				break
-			end
-			out[i] = { path = Paths.format(inst), value = readBack(inst, prop) }
-		end
-		return { property = prop, count = #insts, results = out, truncated = #insts > 50 }
+		return applyAll(insts, prop, news)
 	end,
 }
 
@@ -188,17 +195,7 @@ T.set_relative_property = {
 			end
 			news[i] = v
 		end
-		for i, inst in ipairs(insts) do
-			assign(inst, prop, news[i])
-		end
-		local out = {}
-		for i, inst in ipairs(insts) do
-			if i > 50 then
-				break
-			end
-			out[i] = { path = Paths.format(inst), value = readBack(inst, prop) }
-		end
-		return { property = prop, count = #insts, results = out, truncated = #insts > 50 }
+		return applyAll(insts, prop, news)
 	end,
 }
 

@@ -21,8 +21,9 @@ function U.resolve(ctx, path)
 	return Paths.resolve(ctx.game, path)
 end
 
--- The argument `name` as a non-empty string, or an error naming it.
-function U.str(args, name, optional)
+-- The argument `name` checked to be of Lua type `want` (described as `what`): nil when it is
+-- absent and optional, else an error naming it.
+local function typed(args, name, optional, want, what)
 	local v = args[name]
 	if v == nil then
 		if optional then
@@ -30,10 +31,15 @@ function U.str(args, name, optional)
 		end
 		error("missing argument \"" .. name .. "\"", 0)
 	end
-	if type(v) ~= "string" then
-		error("argument \"" .. name .. "\" must be a string", 0)
+	if type(v) ~= want then
+		error("argument \"" .. name .. "\" must be " .. what, 0)
 	end
 	return v
+end
+
+-- The argument `name` as a string, or an error naming it.
+function U.str(args, name, optional)
+	return typed(args, name, optional, "string", "a string")
 end
 
 -- An integer argument with default and bounds (values outside are clamped).
@@ -54,18 +60,9 @@ function U.int(args, name, default, lo, hi)
 	return v
 end
 
+-- The argument `name` as an array (a Lua table), or an error naming it.
 function U.list(args, name, optional)
-	local v = args[name]
-	if v == nil then
-		if optional then
-			return nil
-		end
-		error("missing argument \"" .. name .. "\"", 0)
-	end
-	if type(v) ~= "table" then
-		error("argument \"" .. name .. "\" must be an array", 0)
-	end
-	return v
+	return typed(args, name, optional, "table", "an array")
 end
 
 function U.describe(inst)
