@@ -78,15 +78,15 @@ static const char *http_date(void)
  * "100 Continue", after which civetweb's header functions send nothing. (civetweb would also
  * format Date with gmtime(), whose shared buffer races between workers.) No Connection header:
  * HTTP/1.1 connections stay open unless the client or refuse_body() says otherwise. */
-static int send_json(struct mg_connection *conn, int status, const char *body, size_t len,
-                     const char *extra_name, const char *extra_value)
+int api_send_json(struct mg_connection *conn, int status, const char *body, size_t len,
+                  const char *extra_name, const char *extra_value)
 {
     char out[8192];
     int n;
 
     n = snprintf(out, sizeof(out),
                  "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                 "Date: %s\r\n%s%s%s%s\r\n",
+                 "Date: %s\r\nCache-Control: no-store\r\n%s%s%s%s\r\n",
                  status, mg_get_response_code_text(conn, status), len, http_date(),
                  extra_name ? extra_name : "", extra_name ? ": " : "",
                  extra_name ? extra_value : "", extra_name ? "\r\n" : "");
@@ -126,11 +126,17 @@ static int send_error_ex(struct mg_connection *conn, int status, const char *msg
     }
     rc |= jsonbuf_put(&b, "}", 1, NULL);
     if (rc)
-        send_json(conn, 503, oom, sizeof(oom) - 1, NULL, NULL);
+        api_send_json(conn, 503, oom, sizeof(oom) - 1, NULL, NULL);
     else
-        send_json(conn, status, b.data, b.len, hname, hval);
+        api_send_json(conn, status, b.data, b.len, hname, hval);
     jsonbuf_cleanup(&b);
     return status;
+}
+
+int api_send_error(struct mg_connection *conn, int status, const char *msg, const char *hname,
+                   const char *hval)
+{
+    return send_error_ex(conn, status, msg, NULL, hname, hval);
 }
 
 static int send_error(struct mg_connection *conn, int status, const char *msg)
@@ -209,7 +215,7 @@ static int handle_health(struct api *a, struct mg_connection *conn)
     if (rc)
         n = send_error(conn, 503, "out of memory");
     else
-        n = send_json(conn, 200, b.data, b.len, NULL, NULL);
+        n = api_send_json(conn, 200, b.data, b.len, NULL, NULL);
     jsonbuf_cleanup(&b);
     return n;
 }
@@ -339,7 +345,7 @@ static int send_tool_answer(struct mg_connection *conn, const char *id,
     rc |= jsonbuf_put(&b, "}", 1, &err);
     if (rc)
         goto fail;
-    send_json(conn, 200, b.data, b.len, NULL, NULL);
+    api_send_json(conn, 200, b.data, b.len, NULL, NULL);
     jsonbuf_cleanup(&b);
     return 200;
 fail:
@@ -473,7 +479,7 @@ static int route(struct api *a, struct mg_connection *conn, const char *method, 
         }
         if (path[1] == 'h')
             return handle_health(a, conn);
-        return send_json(conn, 200, a->tools_json, a->tools_len, NULL, NULL);
+        return api_send_json(conn, 200, a->tools_json, a->tools_len, NULL, NULL);
     }
     if (strncmp(path, "/tool/", 6) == 0 && path[6]) {
         if (!post) {

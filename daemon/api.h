@@ -47,6 +47,21 @@ int api_port(const struct api *a);
 /* Stops serving (waits for the workers) and frees a. NULL is a no-op. */
 void api_stop(struct api *a);
 
+/* ---- answers, shared by the endpoint files (api.c, api_bridge.c, api_resources.c) ---- */
+
+struct mg_connection;
+
+/* Writes one complete JSON response: status, Content-Type application/json, an exact
+ * Content-Length, Date, Cache-Control: no-store, and one extra header when hname is non-NULL
+ * (e.g. "Allow", "Connection: close"). Returns status. */
+int api_send_json(struct mg_connection *conn, int status, const char *body, size_t len,
+                  const char *hname, const char *hval);
+
+/* Writes {"ok":false,"error":msg} with this status (503 if memory runs out), plus the optional
+ * extra header as above. Returns status. */
+int api_send_error(struct mg_connection *conn, int status, const char *msg, const char *hname,
+                   const char *hval);
+
 /* ---- pure helpers, shared with the unit test ---- */
 
 /* The HTTP status for a request-level failure of this kind (the one table). */

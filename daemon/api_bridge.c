@@ -30,28 +30,10 @@
 
 /* ---- answers ---- */
 
-/* One complete response with an exact Content-Length, in one write when it is small. */
+/* One complete response (api_send_json); close ends the connection after it. */
 static int reply(struct mg_connection *conn, int status, const char *body, size_t len, bool close)
 {
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\n%s\r\n",
-                     status, mg_get_response_code_text(conn, status), len,
-                     close ? "Connection: close\r\n" : "");
-    char small[4096];
-
-    if (n < 0 || (size_t)n >= sizeof(head))
-        return status;
-    if ((size_t)n + len <= sizeof(small)) {
-        memcpy(small, head, (size_t)n);
-        memcpy(small + n, body, len);
-        mg_write(conn, small, (size_t)n + len);
-    } else {
-        mg_write(conn, head, (size_t)n);
-        mg_write(conn, body, len);
-    }
-    return status;
+    return api_send_json(conn, status, body, len, close ? "Connection" : NULL, "close");
 }
 
 static int reply_str(struct mg_connection *conn, int status, const char *body)
@@ -62,18 +44,7 @@ static int reply_str(struct mg_connection *conn, int status, const char *body)
 /* {"ok":false,"error":msg}; close ends the connection after it. */
 static int reply_error(struct mg_connection *conn, int status, const char *msg, bool close)
 {
-    struct jsonbuf b = JSONBUF_INIT(1u << 16);
-    int rc;
-
-    jsonbuf_puts(&b, "{\"ok\":false,\"error\":", NULL);
-    jsonbuf_put_json_string(&b, msg, strlen(msg), NULL);
-    jsonbuf_puts(&b, "}", NULL);
-    if (b.failed)
-        rc = reply_str(conn, 503, "{\"ok\":false,\"error\":\"out of memory\"}");
-    else
-        rc = reply(conn, status, b.data, b.len, close);
-    jsonbuf_cleanup(&b);
-    return rc;
+    return api_send_error(conn, status, msg, close ? "Connection" : NULL, "close");
 }
 
 /* ---- bodies ---- */
@@ -472,7 +443,7 @@ int api_bridge_handle(const struct tools_ctx *ctx, struct mg_connection *conn, c
     if (strcmp(method, get ? "GET" : "POST") != 0) {
         snprintf(msg, sizeof(msg), "%.16s %s is not allowed; use %s", method, path,
                  get ? "GET" : "POST");
-        return reply_error(conn, 405, msg, false);
+        return api_send_error(conn, 405, msg, "Allow", get ? "GET" : "POST");
     }
     if (!ctx || !ctx->bridge)
         return reply_error(conn, 503, "the Studio bridge is not running in this runboxd", false);

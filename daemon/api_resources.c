@@ -30,29 +30,12 @@ bool api_resources_is_path(const char *path)
 static int send_body(struct mg_connection *conn, int status, const char *body, size_t len,
                      const char *allow)
 {
-    mg_printf(conn,
-              "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-              "%s%s%s\r\n",
-              status, mg_get_response_code_text(conn, status), len, allow ? "Allow: " : "",
-              allow ? allow : "", allow ? "\r\n" : "");
-    mg_write(conn, body, len);
-    return status;
+    return api_send_json(conn, status, body, len, allow ? "Allow" : NULL, allow);
 }
 
 static int send_fail(struct mg_connection *conn, int status, const char *msg, const char *allow)
 {
-    struct jsonbuf b = JSONBUF_INIT(1u << 16);
-    static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
-
-    jsonbuf_puts(&b, "{\"ok\":false,\"error\":", NULL);
-    jsonbuf_put_json_string(&b, msg, strlen(msg), NULL);
-    jsonbuf_puts(&b, "}", NULL);
-    if (b.failed)
-        status = send_body(conn, 503, oom, sizeof(oom) - 1, NULL);
-    else
-        status = send_body(conn, status, b.data, b.len, allow);
-    jsonbuf_cleanup(&b);
-    return status;
+    return api_send_error(conn, status, msg, allow ? "Allow" : NULL, allow);
 }
 
 /* Sends {"ok":true,"result":result} (takes ownership of result), or the failure in err. */

@@ -53,8 +53,12 @@ describe('plugin endpoints: access', () => {
 
   test('the wrong method is 405, a bad role or instance 400', async () => {
     const p = new FakePlugin(d.port);
-    assert.equal((await p.post('/poll', '{}')).status, 405);
-    assert.equal((await p.request('GET', '/result')).status, 405);
+    let wrong = await p.post('/poll', '{}');
+    assert.equal(wrong.status, 405);
+    assert.equal(wrong.headers.allow, 'GET');
+    wrong = await p.request('GET', '/result');
+    assert.equal(wrong.status, 405);
+    assert.equal(wrong.headers.allow, 'POST');
     let r = await p.request('GET', '/poll?instance=a&role=admin');
     assert.equal(r.status, 400);
     assert.match(r.body.error, /edit, server or client/);

@@ -139,6 +139,8 @@ test('the same Host and method checks as every endpoint', async () => {
   assert.equal(r.status, 403);
   r = await get('/prompt/scaffold');
   assert.equal(r.status, 405);
+  assert.equal(r.headers.allow, 'POST');
   r = await request(d.port, '/resources', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
   assert.equal(r.status, 405);
+  assert.equal(r.headers.allow, 'GET');
 });

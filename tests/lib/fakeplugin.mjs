@@ -80,7 +80,7 @@ export class FakePlugin {
           const text = Buffer.concat(chunks).toString('utf8');
           let parsed = null;
           try { parsed = JSON.parse(text); } catch { /* not JSON */ }
-          resolve({ status: res.statusCode, text, body: parsed });
+          resolve({ status: res.statusCode, headers: res.headers, text, body: parsed });
         });
         res.on('error', (e) => { this.inflight.delete(req); reject(e); });
       });
