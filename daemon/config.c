@@ -19,7 +19,8 @@
 #define TOKEN_FILE_MAX  4096
 
 static const char *const file_keys =
-    "port, bind, workspace, allow_network, log_level, user, fsync, token_file, exec_<limit>";
+    "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
+    "exec_<limit>";
 
 static int set_str(char **dst, const char *value, struct errinfo *err)
 {
@@ -81,6 +82,7 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
     snprintf(cfg->bind, sizeof(cfg->bind), "%s", CONFIG_DEFAULT_BIND);
     cfg->log_level = LOG_WARN;
     cfg->fsync = true;
+    cfg->cgroup = true;
     cfg->home = env->home;
     exec_limits_default(&cfg->exec);
     /* With neither XDG_DATA_HOME nor HOME there is no default workspace; config_validate says so
@@ -257,10 +259,13 @@ static int file_item(struct config *cfg, const char *path, const cJSON *item, st
         cfg->port = (int)d;
         return 0;
     }
-    if (strcmp(key, "allow_network") == 0 || strcmp(key, "fsync") == 0) {
+    if (strcmp(key, "allow_network") == 0 || strcmp(key, "fsync") == 0 ||
+        strcmp(key, "cgroup") == 0) {
         if (!cJSON_IsBool(item))
             return file_type_error(path, key, "true or false", item, err);
-        *(key[0] == 'a' ? &cfg->allow_network : &cfg->fsync) = cJSON_IsTrue(item);
+        *(key[0] == 'a'   ? &cfg->allow_network
+          : key[0] == 'f' ? &cfg->fsync
+                          : &cfg->cgroup) = cJSON_IsTrue(item);
         return 0;
     }
     for (size_t i = 0; i < sizeof(string_keys) / sizeof(string_keys[0]); i++)
@@ -335,6 +340,7 @@ enum opt_id {
     OPT_LOG_LEVEL,
     OPT_USER,
     OPT_NO_FSYNC,
+    OPT_NO_CGROUP,
     OPT_TOKEN_FILE,
     OPT_VERSION,
     OPT_HELP
@@ -355,6 +361,7 @@ static const struct opt opts[] = {
     {"--log-level", OPT_LOG_LEVEL, true},
     {"--user", OPT_USER, true},
     {"--no-fsync", OPT_NO_FSYNC, false},
+    {"--no-cgroup", OPT_NO_CGROUP, false},
     {"--token-file", OPT_TOKEN_FILE, true},
     {"--version", OPT_VERSION, false},
     {"--help", OPT_HELP, false},
@@ -414,6 +421,9 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         return set_nonempty(&cfg->user, o->name, "a user name", v, err);
     case OPT_NO_FSYNC:
         cfg->fsync = false;
+        return 0;
+    case OPT_NO_CGROUP:
+        cfg->cgroup = false;
         return 0;
     case OPT_TOKEN_FILE:
         /* The flag beats RUNBOX_TOKEN. */
@@ -633,12 +643,16 @@ const char *config_usage(void)
            "  --user NAME         the account to run as when started as root (default: the\n"
            "                      sudo caller, else nobody)\n"
            "  --no-fsync          do not fsync written files (faster, less durable)\n"
+           "  --no-cgroup         no cgroups for exec: memory and process limits become\n"
+           "                      rlimits (default: a cgroup v2 per run when runboxd may\n"
+           "                      create them)\n"
            "  --token-file FILE   require \"Authorization: Bearer <token>\" with the token in\n"
            "                      FILE (RUNBOX_TOKEN sets the token directly)\n"
            "  --exec-timeout-ms N       exec: default wall-clock limit (60000)\n"
            "  --exec-timeout-max-ms N   exec: most a call may ask for (110000)\n"
            "  --exec-cpu-s N            exec: CPU seconds per process (600)\n"
-           "  --exec-memory-mb N        exec: data memory per process, MiB (2048)\n"
+           "  --exec-memory-mb N        exec: memory of one sandbox (cgroup) or of each of\n"
+           "                            its processes (rlimit), MiB (2048)\n"
            "  --exec-procs N            exec: processes in one sandbox (256)\n"
            "  --exec-file-size-mb N     exec: largest file a command may write, MiB (256)\n"
            "  --exec-output-bytes N     exec: output kept per stream (1048576)\n"
@@ -649,7 +663,7 @@ const char *config_usage(void)
            "  --help              print this help and exit\n"
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
-           "allow_network, log_level, user, fsync, token_file, and exec_<limit> (e.g.\n"
+           "allow_network, log_level, user, fsync, cgroup, token_file, and exec_<limit> (e.g.\n"
            "\"exec_timeout_ms\": 90000). Flags beat the environment,\n"
            "which beats the file.\n"
            "\n"

@@ -40,6 +40,7 @@ struct config {
     enum log_level log_level;
     char *user;       /* owned: the account to drop to when started as root, or NULL */
     bool fsync;       /* fsync on write (default true; --no-fsync turns it off) */
+    bool cgroup;      /* cgroups for the sandboxes (default true; --no-cgroup turns it off) */
     char *token_file; /* owned, or NULL */
     char *token;      /* owned: from RUNBOX_TOKEN (when no --token-file); never logged */
     bool show_help;   /* --help: print config_usage() and exit 0 */

@@ -2,9 +2,11 @@
  * shutdown on SIGTERM/SIGINT.
  *
  * Startup order matters: the settings and the token are read while we may still be root (the
- * files may be root's), then the workspace is opened and handed to the target user, then root is
- * dropped, and only then does any thread start or any socket accept. Exit status: 0 after a
- * signal, 1 when the port is taken or the workspace or server cannot start, 2 for a bad setting. */
+ * files may be root's), then the workspace is opened and handed to the target user, the
+ * sandboxes' cgroups are made and delegated to it (this moves the daemon, so no thread may exist
+ * yet), then root is dropped, and only then does any thread start or any socket accept. Exit
+ * status: 0 after a signal, 1 when the port is taken or the workspace or server cannot start, 2 for
+ * a bad setting. */
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +17,7 @@
 
 #include "api.h"
 #include "bridge.h"
+#include "cgroup.h"
 #include "config.h"
 #include "console.h"
 #include "errinfo.h"
@@ -53,9 +56,10 @@ static int setup_config(struct config *cfg, int argc, char *argv[])
     return -1;
 }
 
-/* When root: picks the account (exit 2 when unknown), hands it the workspace and drops to it.
+/* Makes the sandboxes' cgroups (*cg) for the account the daemon serves as. When root: picks
+ * that account (exit 2 when unknown), hands it the workspace and the cgroups, and drops to it.
  * Returns -1 to go on, else the exit status. */
-static int drop_root(const struct config *cfg, struct vfs *v)
+static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg)
 {
     struct privdrop_target t;
     struct errinfo err = {0};
@@ -63,10 +67,12 @@ static int drop_root(const struct config *cfg, struct vfs *v)
     if (geteuid() != 0) {
         if (cfg->user)
             log_info("runboxd: not root, so --user %s is not needed and ignored", cfg->user);
+        *cg = cgroup_setup(getuid(), getgid(), cfg->cgroup);
         return -1;
     }
     if (privdrop_resolve(cfg->user, getenv("SUDO_UID"), getenv("SUDO_GID"), &t, &err) < 0)
         return fail(2, &err);
+    *cg = cgroup_setup(t.uid, t.gid, cfg->cgroup);
     if (privdrop_apply(&t, vfs_root_fd(v), &err) < 0)
         return fail(1, &err);
     log_info("runboxd: started as root; now serving as user %s (uid %u, gid %u)",
@@ -89,20 +95,21 @@ static int check_user(const struct config *cfg)
 }
 
 static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
-                               struct errinfo *err)
+                               struct cgroup *cg, struct errinfo *err)
 {
     struct proc_options popt = {
         .ws_fd = vfs_root_fd(v),
         .allow_network = cfg->allow_network,
         .limits = cfg->exec,
         .console = console,
+        .cgroup = cg,
     };
 
     return proc_new(&popt, err);
 }
 
 static int serve(const struct config *cfg, struct vfs *v, struct console *console,
-                 const sigset_t *stop)
+                 struct cgroup *cg, const sigset_t *stop)
 {
     /* Without a bridge (out of memory) the Studio tools say it is not running. */
     struct tools_ctx tools = {.vfs = v, .console = console, .bridge = bridge_new(NULL, NULL)};
@@ -120,7 +127,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     int sig = 0;
 
     /* The exec engine's supervisor thread starts here, after root was dropped. */
-    tools.proc = start_exec(cfg, v, console, &err);
+    tools.proc = start_exec(cfg, v, console, cg, &err);
     a = tools.proc ? api_start(&opt, &err) : NULL;
     if (!a) {
         proc_free(tools.proc);
@@ -156,6 +163,7 @@ int main(int argc, char *argv[])
     struct errinfo err = {0};
     struct vfs *v = NULL;
     struct console *console = NULL;
+    struct cgroup *cg = NULL;
     sigset_t stop;
     int status;
 
@@ -175,7 +183,7 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = drop_root(&cfg, v);
+    status = drop_root(&cfg, v, &cg);
     if (status >= 0)
         goto out;
     /* The workers inherit this mask, so only sigwait() below sees the stop signals. */
@@ -190,8 +198,9 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = serve(&cfg, v, console, &stop);
+    status = serve(&cfg, v, console, cg, &stop);
 out:
+    cgroup_free(cg);
     console_free(console);
     vfs_free(v);
     config_cleanup(&cfg);

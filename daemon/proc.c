@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "console.h"
 #include "log.h"
 #include "proc_int.h"
@@ -98,7 +99,7 @@ static void stream_keep(struct proc *p, struct job *j, int idx, const char *data
     s->dropped += n - take;
     if (s->dropped > 4 * (uint64_t)limit && !j->output_limit && j->pid > 0) {
         j->output_limit = true;
-        proc_kill_sandbox(j->pid);
+        proc_kill_job(j);
     }
 }
 
@@ -181,6 +182,11 @@ static void console_failure(struct proc *p, struct job *j)
         console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
                         "process %" PRIu64 " timed out after %" PRIu32 " ms%s%.*s", j->id,
                         j->timeout_ms, n ? ":\n" : "", (int)n, t);
+    else if (j->memory_limit)
+        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
+                        "process %" PRIu64 ": a command hit the memory limit (%" PRIu32
+                        " MiB) and was killed; exit code %d%s%.*s",
+                        j->id, p->lim.memory_mb, j->exit_code, n ? ":\n" : "", (int)n, t);
     else
         console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
                         "process %" PRIu64 " failed with exit code %d%s%.*s", j->id, j->exit_code,
@@ -206,11 +212,16 @@ static void finish(struct proc *p, struct job *j, int status)
     j->in_fd = -1;
     close(j->pidfd);
     j->pidfd = -1;
+    /* Whatever the first process left behind goes now; the OOM killer's count is final. */
+    j->memory_limit = cgroup_run_end(p->cg, j->id, j->cg_fd);
+    j->cg_fd = -1;
+    if (j->memory_limit && j->state == JOB_EXITED)
+        j->state = JOB_KILLED;
     if (j->background)
         p->running_bg--;
     else
         p->running_fg--;
-    if (j->exit_code != 0 && !j->killed)
+    if ((j->exit_code != 0 || j->memory_limit) && !j->killed)
         console_failure(p, j);
     else if (j->background && p->console)
         console_appendf(p->console, CONSOLE_INFO, CONSOLE_SRC_EXEC, j->id,
@@ -296,11 +307,11 @@ static void check_deadlines(struct proc *p, int64_t now)
         if (j->deadline && now >= j->deadline) {
             j->timed_out = true;
             j->deadline = 0;
-            proc_kill_sandbox(j->pid);
+            proc_kill_job(j);
         }
         if (j->kill_at && now >= j->kill_at) {
             j->kill_at = 0;
-            proc_kill_sandbox(j->pid);
+            proc_kill_job(j);
         }
     }
 }
@@ -411,7 +422,7 @@ static void *supervisor(void *arg)
             for (struct job *j = p->jobs; j; j = j->next)
                 if (j->state == JOB_RUNNING && !j->killed) {
                     j->killed = true;
-                    proc_kill_sandbox(j->pid);
+                    proc_kill_job(j);
                 }
             if (!any_running(p))
                 break;
@@ -422,6 +433,10 @@ static void *supervisor(void *arg)
         build_pollset(p, &ps);
         timeout = poll_timeout(p, proc_mono_ms());
         pthread_mutex_unlock(&p->lock);
+        /* The cgroups of the runs that just ended, now that their waiters were woken; one
+         * still busy for a moment is retried soon. */
+        if (cgroup_tidy(p->cg) && (timeout < 0 || timeout > 1))
+            timeout = 1;
         if (poll(ps.fds, ps.n, timeout) < 0 && errno != EINTR)
             usleep(10000);
         pthread_mutex_lock(&p->lock);
@@ -493,6 +508,7 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     p->allow_network = opt->allow_network;
     p->lim = opt->limits;
     p->console = opt->console;
+    p->cg = opt->cgroup;
     p->self = getpid();
     p->next_id = 1;
     pthread_mutex_init(&p->lock, NULL);
@@ -590,11 +606,27 @@ bool proc_sandbox_ok(struct proc *p, struct errinfo *why)
     return p->available;
 }
 
+static bool add_nullable(cJSON *obj, const char *key, const char *s)
+{
+    return s ? cJSON_AddStringToObject(obj, key, s) != NULL
+             : cJSON_AddNullToObject(obj, key) != NULL;
+}
+
+static bool add_cgroup_json(cJSON *parent, const struct cgroup *cg)
+{
+    cJSON *c = cJSON_AddObjectToObject(parent, "cgroup");
+
+    return c && add_nullable(c, "path", cgroup_path(cg)) &&
+           add_nullable(c, "reason", cgroup_reason(cg));
+}
+
 cJSON *proc_sandbox_json(struct proc *p)
 {
     cJSON *j = cJSON_CreateObject(), *l = cJSON_CreateObject();
     bool ok = j && l;
 
+    /* The supervisor may turn cgroups off (under the lock). */
+    pthread_mutex_lock(&p->lock);
     ok = ok && cJSON_AddBoolToObject(j, "available", p->available) &&
          (p->bwrap ? cJSON_AddStringToObject(j, "bwrap", p->bwrap) != NULL
                    : cJSON_AddNullToObject(j, "bwrap") != NULL) &&
@@ -603,8 +635,9 @@ cJSON *proc_sandbox_json(struct proc *p)
          (p->available ? cJSON_AddNullToObject(j, "reason") != NULL
                        : cJSON_AddStringToObject(j, "reason", p->why.msg) != NULL) &&
          cJSON_AddBoolToObject(j, "network", p->allow_network) &&
-         cJSON_AddStringToObject(j, "memory", "rlimit") &&
-         cJSON_AddNumberToObject(l, "timeout_ms", p->lim.timeout_ms) &&
+         cJSON_AddStringToObject(j, "memory", cgroup_has_memory(p->cg) ? "cgroup" : "rlimit") &&
+         cJSON_AddStringToObject(j, "procs", cgroup_has_pids(p->cg) ? "cgroup" : "rlimit") &&
+         add_cgroup_json(j, p->cg) && cJSON_AddNumberToObject(l, "timeout_ms", p->lim.timeout_ms) &&
          cJSON_AddNumberToObject(l, "timeout_max_ms", p->lim.timeout_max_ms) &&
          cJSON_AddNumberToObject(l, "cpu_s", p->lim.cpu_s) &&
          cJSON_AddNumberToObject(l, "memory_mb", p->lim.memory_mb) &&
@@ -614,6 +647,7 @@ cJSON *proc_sandbox_json(struct proc *p)
          cJSON_AddNumberToObject(l, "tmp_mb", p->lim.tmp_mb) &&
          cJSON_AddNumberToObject(l, "background_max", p->lim.background_max) &&
          cJSON_AddNumberToObject(l, "concurrent_max", p->lim.concurrent_max);
+    pthread_mutex_unlock(&p->lock);
     if (ok && cJSON_AddItemToObject(j, "limits", l))
         return j;
     cJSON_Delete(l);
@@ -650,7 +684,7 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
     if (j->in_data)
         memcpy(j->in_data, r->stdin_data, r->stdin_len);
     j->in_len = r->stdin_len;
-    j->in_fd = j->pidfd = j->s[0].fd = j->s[1].fd = -1;
+    j->in_fd = j->pidfd = j->cg_fd = j->s[0].fd = j->s[1].fd = -1;
     j->background = background;
     j->timeout_ms = r->timeout_ms ? r->timeout_ms : background ? 0 : p->lim.timeout_ms;
     j->started_ms = proc_wall_ms();
@@ -719,6 +753,7 @@ static void collect(struct job *j, struct proc_result *out)
         .timeout_ms = j->timeout_ms,
         .killed = j->killed,
         .output_limit = j->output_limit,
+        .memory_limit = j->memory_limit,
         .out = out->out,
         .err = out->err,
         .out_len = j->s[0].len,

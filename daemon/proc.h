@@ -27,6 +27,7 @@
 #include "errinfo.h"
 #include "exec.h"
 
+struct cgroup;
 struct console;
 
 struct proc_options {
@@ -35,6 +36,7 @@ struct proc_options {
     bool allow_network; /* share the host network with commands */
     struct exec_limits limits;
     struct console *console; /* borrowed, may be NULL */
+    struct cgroup *cgroup;   /* borrowed, may be NULL (rlimits only); outlives the proc */
 };
 
 struct proc; /* opaque */
@@ -58,8 +60,8 @@ bool proc_sandbox_ok(struct proc *p, struct errinfo *why);
 /* The limits in force (immutable; borrowed for the proc's lifetime). */
 const struct exec_limits *proc_limits(const struct proc *p);
 
-/* {"available","bwrap","version","reason","network","memory","limits":{...}} for /health.
- * Owned (cJSON_Delete) or NULL. */
+/* {"available","bwrap","version","reason","network","memory","procs","cgroup":{"path","reason"},
+ * "limits":{...}} for /health ("memory" and "procs": "cgroup" or "rlimit"). Owned or NULL. */
 cJSON *proc_sandbox_json(struct proc *p);
 
 struct proc_request {

@@ -41,6 +41,7 @@ struct job {
     int in_fd; /* write end of stdin, -1 when closed */
     pid_t pid; /* bwrap's pid */
     int pidfd;
+    int cg_fd;               /* the run's cgroup directory, or -1 */
     struct proc_stream s[2]; /* stdout, stderr */
     char tail[PROC_TAIL];
     size_t tail_len;
@@ -49,7 +50,7 @@ struct job {
     uint32_t timeout_ms;
     int exit_code;
     int64_t duration_ms;
-    bool timed_out, killed, output_limit;
+    bool timed_out, killed, output_limit, memory_limit;
     unsigned waiting; /* callers still reading this job (it is not freed meanwhile) */
     bool done;
     struct errinfo spawn_err; /* set when the sandbox could not start */
@@ -75,6 +76,7 @@ struct proc {
     bool allow_network;
     struct exec_limits lim;
     struct console *console;
+    struct cgroup *cg; /* its run functions are called by the supervisor only */
     unsigned char sysdir[4];
     uid_t uid;
     gid_t gid;
@@ -88,6 +90,10 @@ int proc_spawn(struct proc *p, struct job *j, struct errinfo *err);
 
 /* proc_spawn.c: the pid of a child process of parent (a /proc scan), or -1. */
 pid_t proc_child_of(pid_t parent);
+
+/* proc_spawn.c: SIGKILLs every process of a running job: its cgroup at once when it has one,
+ * then bwrap and the sandbox's init (proc_kill_sandbox). */
+void proc_kill_job(struct job *j);
 
 /* proc_spawn.c: SIGKILLs a sandbox: bwrap (our child) and the init process of its pid namespace,
  * whose death takes every process of the sandbox with it. bwrap's --die-with-parent does not

@@ -123,7 +123,7 @@ int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct 
     }
     j->killed = true;
     if (sig == SIGKILL || !signal_command(j->pid, sig))
-        proc_kill_sandbox(j->pid);
+        proc_kill_job(j);
     else
         j->kill_at = proc_mono_ms() + PROC_KILL_GRACE_MS_INT;
     j->waiting++;

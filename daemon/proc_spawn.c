@@ -3,8 +3,14 @@
  *
  * The daemon is multithreaded, so between fork and exec the child calls only async-signal-safe
  * functions, on strings prepared before the fork. A failing step writes {step, errno} to a
- * close-on-exec pipe; the parent reads it (or EOF once bwrap runs). */
+ * close-on-exec pipe; the parent reads it (or EOF once bwrap runs).
+ *
+ * With cgroups on, the child is made by clone3(CLONE_INTO_CGROUP) straight into the run's cgroup:
+ * no migration afterwards (writing cgroup.procs costs milliseconds), and no moment in which a
+ * process of the run is outside its limits. */
 #include "proc_int.h"
+
+#include <linux/sched.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,6 +29,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cgroup.h"
+#include "log.h"
 
 enum step {
     STEP_PDEATHSIG = 1,
@@ -132,17 +141,21 @@ static int lower_limit(int resource, rlim_t soft, rlim_t hard)
     return setrlimit(resource, &want);
 }
 
-static void child_limits(const struct exec_limits *l)
+/* memory_rlimit: the cgroup does not limit memory, so RLIMIT_DATA does (per process). */
+static void child_limits(const struct exec_limits *l, bool memory_rlimit)
 {
+    rlim_t data = memory_rlimit ? (rlim_t)l->memory_mb << 20 : RLIM_INFINITY;
+
     if (lower_limit(RLIMIT_CPU, l->cpu_s, (rlim_t)l->cpu_s + 5) < 0 ||
-        lower_limit(RLIMIT_DATA, (rlim_t)l->memory_mb << 20, (rlim_t)l->memory_mb << 20) < 0 ||
+        lower_limit(RLIMIT_DATA, data, data) < 0 ||
         lower_limit(RLIMIT_FSIZE, (rlim_t)l->file_size_mb << 20, (rlim_t)l->file_size_mb << 20) <
             0 ||
         lower_limit(RLIMIT_CORE, 0, 0) < 0 || lower_limit(RLIMIT_NOFILE, 1024, 1024) < 0)
         child_fail(STEP_RLIMIT);
 }
 
-static _Noreturn void child_main(const struct proc *p, char **argv, const struct child_fds *f)
+static _Noreturn void child_main(const struct proc *p, char **argv, const struct child_fds *f,
+                                 bool memory_rlimit)
 {
     static char *const no_env[] = {NULL};
     struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -156,7 +169,7 @@ static _Noreturn void child_main(const struct proc *p, char **argv, const struct
     if (fchdir(p->ws_fd) < 0)
         child_fail(STEP_CHDIR);
     child_stdio(f);
-    child_limits(&p->lim);
+    child_limits(&p->lim, memory_rlimit);
     /* After dropping root the process is not dumpable, which makes /proc/self/uid_map root's. */
     prctl(PR_SET_DUMPABLE, 1);
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
@@ -231,6 +244,77 @@ static int read_status(int fd, pid_t pid, struct errinfo *err)
     return -1;
 }
 
+/* fork() into the run's cgroup, with a pidfd: clone3(CLONE_INTO_CGROUP | CLONE_PIDFD). The
+ * child returns 0 like fork's and, as after fork, may only call async-signal-safe functions. */
+static pid_t clone_into(int cg_fd, int *pidfd)
+{
+    struct clone_args a = {
+        .flags = CLONE_INTO_CGROUP | CLONE_PIDFD,
+        .pidfd = (uint64_t)(uintptr_t)pidfd,
+        .exit_signal = SIGCHLD,
+        .cgroup = (uint64_t)cg_fd,
+    };
+
+    return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+}
+
+/* Starts the child: in the run's cgroup when cgroups are on (turning them off for good when the
+ * kernel or a seccomp filter refuses clone3), else with fork. */
+static pid_t start_child(struct proc *p, struct job *j, const struct child_fds *f,
+                         struct errinfo *err)
+{
+    pid_t pid;
+
+    if (cgroup_is_on(p->cg)) {
+        j->cg_fd =
+            cgroup_run_create(p->cg, j->id, (uint64_t)p->lim.memory_mb << 20, p->lim.procs, err);
+        if (j->cg_fd < 0)
+            return -1;
+        pid = clone_into(j->cg_fd, &j->pidfd);
+        if (pid == 0)
+            child_main(p, j->argv, f, !cgroup_has_memory(p->cg));
+        if (pid > 0)
+            return pid;
+        if (errno != ENOSYS && errno != EPERM && errno != EACCES && errno != EINVAL &&
+            errno != E2BIG) {
+            errinfo_sys(err, "exec: cannot start the sandbox (clone3)");
+            return -1;
+        }
+        char why[160];
+        snprintf(why, sizeof(why), "starting a sandbox in its cgroup failed (clone3: %s)",
+                 strerror(errno));
+        log_warn("cgroup: %s; turning cgroups off", why);
+        cgroup_run_end(p->cg, j->id, j->cg_fd);
+        j->cg_fd = -1;
+        cgroup_disable(p->cg, why);
+    }
+    pid = fork();
+    if (pid == 0)
+        child_main(p, j->argv, f, true);
+    if (pid < 0) {
+        errinfo_sys(err, "exec: cannot fork");
+        return -1;
+    }
+    j->pidfd = pidfd_open(pid, 0);
+    if (j->pidfd < 0) {
+        errinfo_sys(err, "exec: pidfd_open");
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return pid;
+}
+
+/* Undoes a start whose child failed before bwrap ran (the child was reaped). */
+static void unstart(struct proc *p, struct job *j)
+{
+    if (j->pidfd >= 0)
+        close(j->pidfd);
+    j->pidfd = -1;
+    cgroup_run_end(p->cg, j->id, j->cg_fd);
+    j->cg_fd = -1;
+}
+
 int proc_spawn(struct proc *p, struct job *j, struct errinfo *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, st[2] = {-1, -1};
@@ -243,21 +327,14 @@ int proc_spawn(struct proc *p, struct job *j, struct errinfo *err)
         goto out;
     fcntl(st[1], F_SETFL, 0);
     f = (struct child_fds){.in = in[0], .out = out[1], .err = er[1], .status = st[1]};
-    pid = fork();
+    pid = start_child(p, j, &f, err);
     if (pid < 0) {
-        errinfo_sys(err, "exec: cannot fork");
+        unstart(p, j);
         goto out;
     }
-    if (pid == 0)
-        child_main(p, j->argv, &f);
     close_fd(&st[1]);
-    if (read_status(st[0], pid, err) < 0)
-        goto out;
-    j->pidfd = pidfd_open(pid, 0);
-    if (j->pidfd < 0) {
-        errinfo_sys(err, "exec: pidfd_open");
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+    if (read_status(st[0], pid, err) < 0) {
+        unstart(p, j);
         goto out;
     }
     j->pid = pid;
@@ -416,6 +493,12 @@ void proc_probe_host(struct proc *p, const char *bwrap)
         return;
     }
     p->available = true;
+}
+
+void proc_kill_job(struct job *j)
+{
+    cgroup_run_kill(j->cg_fd);
+    proc_kill_sandbox(j->pid);
 }
 
 void proc_kill_sandbox(pid_t bwrap)

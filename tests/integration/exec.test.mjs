@@ -204,10 +204,19 @@ for host, port in (("1.1.1.1", 80), ("127.0.0.1", ${d.port})):
     assert.deepEqual(await waitGone(mark, 500), []);
   });
 
-  test('a memory hog gets an allocation failure, not the host\'s memory', async () => {
-    const r = await exec(d, `python3 -c "b = bytearray(1024*1024*1024)"`);
+  test('a memory hog is stopped at the memory limit, not the host\'s memory', async () => {
+    // 1 GiB of touched memory against a 512 MiB limit: the OOM killer of the run's cgroup where
+    // runboxd has the memory controller, else an allocation failure under RLIMIT_DATA.
+    const mode = (await d.get('/health')).body.sandbox.memory;
+    const r = await exec(d, `python3 -c "b = b'x' * (1 << 30)"`);
     assert.notEqual(r.structured.exit_code, 0);
-    assert.match(r.structured.stderr, /MemoryError/);
+    if (mode === 'cgroup') {
+      assert.match(r.result, /\[killed: memory limit\]/);
+      assert.equal(r.structured.killed, 'memory limit');
+    } else {
+      assert.equal(mode, 'rlimit');
+      assert.match(r.structured.stderr, /MemoryError/);
+    }
     await healthy(d);
   });
 

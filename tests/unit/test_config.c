@@ -32,6 +32,7 @@ START_TEST(test_config_defaults)
     ck_assert_str_eq(cfg.workspace, "/home/u/.local/share/runbox/workspace");
     ck_assert_str_eq(cfg.config_file, "/home/u/.config/runbox/config.json");
     ck_assert(cfg.fsync);
+    ck_assert(cfg.cgroup);
     ck_assert(!cfg.allow_network);
     ck_assert_int_eq(cfg.log_level, LOG_WARN);
     ck_assert_ptr_null(cfg.token);
@@ -76,7 +77,7 @@ START_TEST(test_config_file_sets_every_key)
 {
     const char *text = "{\"port\": 8000, \"bind\": \"::1\", \"workspace\": \"/w\", "
                        "\"allow_network\": true, \"log_level\": \"debug\", \"user\": \"bob\", "
-                       "\"fsync\": false, \"token_file\": \"~/tok\"}";
+                       "\"fsync\": false, \"cgroup\": false, \"token_file\": \"~/tok\"}";
 
     ck_assert_int_eq(config_apply_file(&cfg, "/c.json", text, &err), 0);
     ck_assert_int_eq(cfg.port, 8000);
@@ -86,6 +87,7 @@ START_TEST(test_config_file_sets_every_key)
     ck_assert_int_eq(cfg.log_level, LOG_DEBUG);
     ck_assert_str_eq(cfg.user, "bob");
     ck_assert(!cfg.fsync);
+    ck_assert(!cfg.cgroup);
     ck_assert_str_eq(cfg.token_file, "/home/u/tok"); /* "~/" expanded */
 }
 END_TEST
@@ -99,6 +101,7 @@ static const struct {
     {"{\"port\": 65536}", {"/c.json", "\"port\"", "got 65536"}},
     {"{\"port\": 1.5}", {"/c.json", "\"port\"", "integer"}},
     {"{\"fsync\": \"no\"}", {"/c.json", "\"fsync\"", "expected true or false, got string"}},
+    {"{\"cgroup\": 0}", {"/c.json", "\"cgroup\"", "expected true or false, got number"}},
     {"{\"bind\": \"example.com\"}", {"/c.json", "\"bind\"", "numeric IPv4 or IPv6"}},
     {"{\"log_level\": \"loud\"}", {"/c.json", "\"log_level\"", "error, warn, info"}},
     {"{\"workspace\": 3}", {"/c.json", "\"workspace\"", "expected a string, got number"}},
@@ -136,11 +139,14 @@ END_TEST
 
 START_TEST(test_config_args_forms)
 {
-    char *argv[] = {"runboxd",  "--port",          "0",          "--bind=localhost",  "--workspace",
-                    ":memory:", "--allow-network", "--no-fsync", "--log-level=trace", "--user",
-                    "u",        "--version",       NULL};
+    char *argv[] = {"runboxd",          "--port",      "0",
+                    "--bind=localhost", "--workspace", ":memory:",
+                    "--allow-network",  "--no-fsync",  "--log-level=trace",
+                    "--user",           "u",           "--version",
+                    "--no-cgroup",      NULL};
 
-    ck_assert_int_eq(config_apply_args(&cfg, 12, argv, &err), 0);
+    ck_assert_int_eq(config_apply_args(&cfg, 13, argv, &err), 0);
+    ck_assert(!cfg.cgroup);
     ck_assert_int_eq(cfg.port, 0);
     ck_assert_str_eq(cfg.bind, "127.0.0.1");
     ck_assert_str_eq(cfg.workspace, ":memory:");
@@ -164,6 +170,7 @@ static const struct {
     {2, {"runboxd", "--port"}, "--port needs a value"},
     {2, {"runboxd", "--verbose"}, "unknown option \"--verbose\""},
     {2, {"runboxd", "--no-fsync=1"}, "--no-fsync takes no value"},
+    {2, {"runboxd", "--no-cgroup=yes"}, "--no-cgroup takes no value"},
     {3, {"runboxd", "--bind", "1.2.3"}, "--bind"},
     {3, {"runboxd", "--workspace", ""}, "--workspace: expected a directory or :memory:"},
     {2, {"runboxd", "port"}, "unknown option \"port\""},
@@ -304,7 +311,7 @@ START_TEST(test_config_usage_lists_every_flag)
 {
     static const char *const flags[] = {
         "--port", "--bind",     "--workspace",  "--config",  "--allow-network", "--log-level",
-        "--user", "--no-fsync", "--token-file", "--version", "--help"};
+        "--user", "--no-fsync", "--token-file", "--version", "--help",          "--no-cgroup"};
 
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         ck_assert_ptr_nonnull(strstr(config_usage(), flags[i]));

@@ -1,0 +1,161 @@
+// Integration: the sandboxes' cgroups (cgroup v2) on the machine the tests run on, against a
+// real runboxd. What a host offers differs: runboxd makes cgroups only where it may write its own
+// cgroup (as root, or with systemd's Delegate=yes), and memory/pids limits only where that
+// cgroup offers the controllers. Each test reads /health and asserts what that machine must do;
+// a test that needs cgroups says so and skips where /health reports them off. The memory and
+// process controllers themselves are tested in a VM with a pure cgroup v2 kernel (tests/vm/).
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+
+import { startDaemon } from '../lib/daemon.mjs';
+
+function ok(r) {
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.ok, true, r.text);
+  return r.body;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function sandbox(d) {
+  const h = await d.get('/health');
+  assert.equal(h.status, 200);
+  return h.body.sandbox;
+}
+
+function pidsOf(dir) {
+  return readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean).map(Number);
+}
+
+function runDirs(dir) {
+  return readdirSync(dir).filter((n) => n.startsWith('exec-'));
+}
+
+async function until(cond, ms) {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await sleep(20);
+  return cond();
+}
+
+describe('exec: cgroups', () => {
+  let d, sb;
+  before(async () => {
+    d = await startDaemon();
+    sb = await sandbox(d);
+  });
+  after(async () => { await d.stop(); });
+
+  test('/health says how memory and processes are limited, and why when not by cgroups', async () => {
+    assert.ok(['cgroup', 'rlimit'].includes(sb.memory), JSON.stringify(sb));
+    assert.ok(['cgroup', 'rlimit'].includes(sb.procs), JSON.stringify(sb));
+    assert.ok('path' in sb.cgroup && 'reason' in sb.cgroup, JSON.stringify(sb));
+    if (sb.memory === 'cgroup' && sb.procs === 'cgroup') assert.equal(sb.cgroup.reason, null);
+    else assert.match(sb.cgroup.reason, /rlimit/);
+    if (sb.cgroup.path === null) {
+      assert.equal(sb.memory, 'rlimit');
+      assert.equal(sb.procs, 'rlimit');
+      return;
+    }
+    // The daemon lives in the leaf "daemon" of its own cgroup.
+    assert.match(sb.cgroup.path, new RegExp(`/runboxd-${d.pid}$`));
+    assert.ok(pidsOf(`${sb.cgroup.path}/daemon`).includes(d.pid));
+  });
+
+  test('a run lives in a cgroup of its own; kill empties it and it is removed', async (t) => {
+    if (!sb.cgroup.path) return t.skip(`cgroups are off here: ${sb.cgroup.reason}`);
+    const mark = '6271.5';
+    const r = ok(await d.call('exec', { command: `setsid sleep ${mark} & sleep ${mark}`, background: true }));
+    const pid = r.structured.pid;
+    const dir = `${sb.cgroup.path}/exec-${pid}`;
+    // bwrap, the sandbox's init, sh and the two sleeps.
+    assert.ok(await until(() => existsSync(dir) && pidsOf(dir).length >= 4, 3000),
+      existsSync(dir) ? pidsOf(dir).join(' ') : 'no cgroup');
+    const inside = pidsOf(dir);
+    const k = ok(await d.call('kill', { pid, signal: 'KILL' })).result;
+    assert.equal(k.state, 'killed');
+    assert.ok(await until(() => inside.every((p) => !existsSync(`/proc/${p}`)), 2000),
+      `left: ${inside.filter((p) => existsSync(`/proc/${p}`))}`);
+    assert.ok(await until(() => !existsSync(dir), 2000), `${dir} is still there`);
+  });
+
+  test('a command cannot reach its cgroup to lift its own limits', async () => {
+    // The sandbox runs as the account the cgroups are delegated to, so it must not see them.
+    const r = ok(await d.call('exec', {
+      command: 'ls /sys/fs/cgroup; mkdir -p /tmp/c && mount -t cgroup2 none /tmp/c; ' +
+        'ls /tmp/c | wc -l; echo end',
+    }));
+    assert.match(r.structured.stderr, /cannot access '\/sys\/fs\/cgroup'/);
+    assert.match(r.structured.stderr, /mount: .*(permission denied|must be superuser|Operation not permitted)/i);
+    assert.match(r.structured.stdout, /^0\nend\n$/);
+  });
+
+  test('after foreground runs no run cgroup is left', async (t) => {
+    if (!sb.cgroup.path) return t.skip(`cgroups are off here: ${sb.cgroup.reason}`);
+    for (let i = 0; i < 5; i++) {
+      const r = ok(await d.call('exec', { command: 'cat /proc/self/cgroup; echo done' }));
+      assert.match(r.result, /done\n$/);
+    }
+    // A timed-out run whose children outlive its shell.
+    const r = ok(await d.call('exec', { command: 'setsid sleep 30 & sleep 30', timeout_ms: 300 }));
+    assert.equal(r.structured.timed_out, true);
+    assert.ok(await until(() => runDirs(sb.cgroup.path).length === 0, 2000),
+      runDirs(sb.cgroup.path).join(' '));
+  });
+
+  test('the cgroup a daemon leaves is removed by the next daemon', async (t) => {
+    if (!sb.cgroup.path) return t.skip(`cgroups are off here: ${sb.cgroup.reason}`);
+    const d1 = await startDaemon();
+    const path1 = (await sandbox(d1)).cgroup.path;
+    assert.ok(path1 && existsSync(path1));
+    ok(await d1.call('exec', { command: 'true' }));
+    assert.equal((await d1.stop()).code, 0);
+    const d2 = await startDaemon();
+    try {
+      assert.equal(existsSync(path1), false, `${path1} survived the next start`);
+    } finally {
+      await d2.stop();
+    }
+  });
+});
+
+describe('exec: memory limit of a sandbox', () => {
+  let d;
+  before(async () => { d = await startDaemon({ args: ['--exec-memory-mb', '128'] }); });
+  after(async () => { await d.stop(); });
+
+  test('a hog past the limit is stopped and reported; the daemon stays healthy', async () => {
+    const sb = await sandbox(d);
+    const r = ok(await d.call('exec', { command: `python3 -c "b = b'x' * (512 << 20)"; echo after=$?` }));
+    if (sb.memory === 'cgroup') {
+      // The OOM killer of the run's cgroup took python3; the shell went on.
+      assert.match(r.result, /after=137/);
+      assert.match(r.result, /\[killed: memory limit\]/);
+      assert.equal(r.structured.killed, 'memory limit');
+      const c = ok(await d.call('console_logs', { source: 'exec', level: 'error' })).result;
+      assert.ok(c.entries.some((e) => /memory limit \(128 MiB\)/.test(e.message)), JSON.stringify(c));
+    } else {
+      assert.match(r.structured.stderr, /MemoryError/);
+      assert.match(r.result, /after=1/);
+    }
+    const again = ok(await d.call('exec', { command: 'echo fine' }));
+    assert.equal(again.result, 'fine\n');
+  });
+});
+
+describe('exec: --no-cgroup', () => {
+  test('rlimits only, /health says it was turned off, and commands still run', async () => {
+    const d = await startDaemon({ args: ['--no-cgroup'] });
+    try {
+      const sb = await sandbox(d);
+      assert.equal(sb.memory, 'rlimit');
+      assert.equal(sb.procs, 'rlimit');
+      assert.equal(sb.cgroup.path, null);
+      assert.match(sb.cgroup.reason, /--no-cgroup/);
+      const r = ok(await d.call('exec', { command: 'echo plain' }));
+      assert.equal(r.result, 'plain\n');
+    } finally {
+      await d.stop();
+    }
+  });
+});
