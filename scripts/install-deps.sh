@@ -3,7 +3,8 @@
 #
 #   scripts/install-deps.sh build   what building and running runbox/runboxd needs
 #   scripts/install-deps.sh test    that, plus what scripts/test.sh needs (Check, clang for the
-#                                   fuzz targets, clang-format, and Node.js when node >= 18 is missing)
+#                                   fuzz targets, clang-format, qemu and a kernel for the VM tests,
+#                                   and Node.js when node >= 18 is missing)
 #
 # Runs apt-get as root, or through sudo for another user. Safe to run again: when every package
 # is installed already it does not even refresh the package lists.
@@ -24,6 +25,8 @@ if [ "$mode" = test ]; then
     # recommends it, and we install without recommends.
     # lua5.1 with cjson and LuaSocket runs the Studio plugin's tests and its real poll loop.
     pkgs+=(check clang libclang-rt-dev clang-format ca-certificates lua5.1 lua-cjson lua-socket)
+    # tests/vm/: qemu boots a pure cgroup v2 kernel with an initramfs of busybox, dash and runboxd.
+    pkgs+=(qemu-system-x86 busybox-static cpio dash)
     node_major=0
     if command -v node >/dev/null 2>&1; then
         node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
@@ -33,6 +36,32 @@ if [ "$mode" = test ]; then
     fi
 fi
 
+# The VM tests need only the image of Debian's cloud kernel: it is unpacked from its package into
+# /var/cache/runbox-vm/boot (installing it would run initramfs and boot loader hooks for nothing).
+vm_kernel() {
+    local dir=/var/cache/runbox-vm pkg tmp
+    compgen -G '/boot/vmlinuz-*' >/dev/null && return 0
+    compgen -G "$dir/boot/vmlinuz-*" >/dev/null && return 0
+    [ "$(dpkg --print-architecture)" = amd64 ] || return 0
+    pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+        awk '/Depends: linux-image-/ { print $2; exit }')
+    if [ -z "$pkg" ]; then
+        echo "install-deps: no linux-image-cloud-amd64 in the package lists; the VM tests will be skipped" >&2
+        return 0
+    fi
+    echo "install-deps: unpacking the kernel of $pkg into $dir"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && "${sudo[@]}" apt-get -q download "$pkg")
+    "${sudo[@]}" mkdir -p "$dir"
+    dpkg-deb --fsys-tarfile "$tmp"/*.deb | "${sudo[@]}" tar -x -C "$dir" --wildcards './boot/vmlinuz-*'
+    rm -rf "$tmp"
+}
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+    sudo=(sudo)
+fi
+
 missing=()
 for p in "${pkgs[@]}"; do
     status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -40,20 +69,17 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: all ${#pkgs[@]} packages are installed"
-    exit 0
-fi
-
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-    if ! command -v sudo >/dev/null 2>&1; then
+else
+    if [ ${#sudo[@]} -gt 0 ] && ! command -v sudo >/dev/null 2>&1; then
         echo "install-deps: need root to install: ${missing[*]} (run as root, or install sudo)" >&2
         exit 1
     fi
-    sudo=(sudo)
+    echo "install-deps: installing ${missing[*]}"
+    # env, not export: sudo would drop an exported DEBIAN_FRONTEND.
+    apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -q)
+    "${apt[@]}" update
+    "${apt[@]}" install -y --no-install-recommends "${missing[@]}"
 fi
-
-echo "install-deps: installing ${missing[*]}"
-# env, not export: sudo would drop an exported DEBIAN_FRONTEND.
-apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -q)
-"${apt[@]}" update
-"${apt[@]}" install -y --no-install-recommends "${missing[@]}"
+if [ "$mode" = test ]; then
+    vm_kernel
+fi
