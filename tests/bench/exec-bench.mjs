@@ -87,4 +87,9 @@ console.log(`exec-bench: bwrap ${health.sandbox.version}, ${N} runs each, ${os.c
 console.log(`  runbox exec true   p50 ${ra.toFixed(2)} ms  p90 ${pct(a, 90).toFixed(2)} ms`);
 console.log(`  bare bwrap true    p50 ${rb.toFixed(2)} ms  p90 ${pct(b, 90).toFixed(2)} ms`);
 console.log(`  ratio p50 ${(ra / rb).toFixed(2)}x (target <= 1.30x)`);
-console.log(JSON.stringify({ bench: 'exec', runs: N, runbox_p50_ms: ra, bwrap_p50_ms: rb, ratio: ra / rb }));
+// How runs were limited: a cgroup per run costs a mkdir, a few writes and an rmdir.
+const limits = health.sandbox.cgroup?.path
+  ? `a cgroup per run (memory ${health.sandbox.memory}, procs ${health.sandbox.procs})`
+  : 'rlimits, no cgroups';
+console.log(`  runs limited by ${limits}`);
+console.log(JSON.stringify({ bench: 'exec', runs: N, runbox_p50_ms: ra, bwrap_p50_ms: rb, ratio: ra / rb, limits }));

@@ -293,7 +293,8 @@ if (extra.length) {
   p('| --- | ---: | ---: | --- |');
   for (const r of extra) {
     if (r.bench === 'exec') {
-      p(`| exec of \`true\` p50: runbox ${fmt(r.runbox_p50_ms)} ms ÷ bare bwrap ${fmt(r.bwrap_p50_ms)} ms | ` +
+      p(`| exec of \`true\` p50: runbox ${fmt(r.runbox_p50_ms)} ms ÷ bare bwrap ${fmt(r.bwrap_p50_ms)} ms` +
+        `${r.limits ? ` (runs limited by ${r.limits})` : ''} | ` +
         `${fmt(r.ratio)}× | ≤ 1.3× | ${r.ratio <= 1.3 ? 'met' : '**missed**'} |`);
     } else if (r.phase && r.skipped) {
       p(`| ${r.phase} | skipped: ${r.skipped} | | |`);
