@@ -77,7 +77,7 @@ static bool unescape_field(const char *s, size_t n, char *out, size_t outsz)
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
 
-        if (c == '\\' && i + 3 < n + 1 && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+        if (c == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
             s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
             c = (char)((s[i + 1] - '0') << 6 | (s[i + 2] - '0') << 3 | (s[i + 3] - '0'));
             i += 3;
@@ -133,8 +133,10 @@ static bool mount_holds(const char *line, const char *end, const char *path, cha
     if (strncmp(path, root, rlen) != 0 || (path[rlen] != '/' && path[rlen] != '\0'))
         return false;
     path += rlen;
-    w = snprintf(out, outsz, "%s%s", strcmp(point, "/") == 0 && path[0] ? "" : point,
-                 strcmp(path, "/") == 0 ? "" : path);
+    if (strcmp(path, "/") == 0)
+        path = "";
+    /* point + path, without a doubled '/' when the mount point is "/". */
+    w = snprintf(out, outsz, "%s%s", strcmp(point, "/") == 0 && path[0] ? "" : point, path);
     return w > 0 && (size_t)w < outsz;
 }
 
@@ -266,18 +268,25 @@ static int kill_and_remove(int dirfd, const char *name, int tries)
     return -1;
 }
 
+/* The directory dirfd/name opened for readdir, or NULL. */
+static DIR *opendir_at(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+    if (!d && fd >= 0)
+        close(fd);
+    return d;
+}
+
 /* Removes R of a daemon that is gone: its runs' directories, its daemon leaf, itself. */
 static void remove_stale(int dfd, const char *name)
 {
-    int rfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+    DIR *d = opendir_at(dfd, name);
     struct dirent *e;
 
-    if (!d) {
-        if (rfd >= 0)
-            close(rfd);
+    if (!d)
         return;
-    }
     while ((e = readdir(d)) != NULL)
         if (e->d_type == DT_DIR && e->d_name[0] != '.')
             kill_and_remove(dirfd(d), e->d_name, 20);
@@ -289,15 +298,11 @@ static void remove_stale(int dfd, const char *name)
 /* Every runboxd-<pid> in D whose daemon no longer runs. */
 static void sweep_stale(int dfd)
 {
-    int fd = dup(dfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = opendir_at(dfd, ".");
     struct dirent *e;
 
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    if (!d)
         return;
-    }
     while ((e = readdir(d)) != NULL) {
         char *end;
         long pid;

@@ -69,6 +69,11 @@ START_TEST(test_cgroup_own_dir_escaped_mount_point)
     const char *mi = V2_LINE("/", "/mnt/my\\040cgroups");
 
     ck_assert_str_eq(own("0::/a\n", mi, buf, sizeof(buf)), "/mnt/my cgroups/a");
+    /* A backslash that starts no escape, and one at the very end, stay as they are. */
+    ck_assert_str_eq(own("0::/\n", V2_LINE("/", "/mnt/a\\9b\\"), buf, sizeof(buf)), "/mnt/a\\9b\\");
+    /* Mounted at "/" itself. */
+    ck_assert_str_eq(own("0::/x\n", V2_LINE("/", "/"), buf, sizeof(buf)), "/x");
+    ck_assert_str_eq(own("0::/\n", V2_LINE("/", "/"), buf, sizeof(buf)), "/");
 }
 END_TEST
 
