@@ -451,7 +451,8 @@ int resources_read(const struct tools_ctx *ctx, const char *uri, cJSON **out, st
             errinfo_set(err, ERR_UNAVAILABLE, "the workspace is not open in this daemon");
             return -1;
         }
-        *out = read_file_contents(ctx->vfs, uri, path, err);
+        /* file:///workspace/x is /x, as for the file tools (what exec's commands see). */
+        *out = read_file_contents(ctx->vfs, uri, tools_workspace_alias(path), err);
         return *out ? 0 : -1;
     }
     if (!*out) {

@@ -70,6 +70,10 @@ test('resources/read gives text, blob for binary files, and refuses what it cann
   let r = await get('/resource?uri=' + encodeURIComponent('file:///src/main.js'));
   assert.equal(r.status, 200);
   assert.deepEqual(r.body.result.contents, [{ uri: 'file:///src/main.js', mimeType: 'text/javascript', text: 'console.log("hi")\n' }]);
+  // The path commands see in the sandbox names the same file, as for the file tools.
+  r = await get('/resource?uri=' + encodeURIComponent('file:///workspace/src/main.js'));
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.body.result.contents, [{ uri: 'file:///workspace/src/main.js', mimeType: 'text/javascript', text: 'console.log("hi")\n' }]);
   r = await get('/resource?uri=' + encodeURIComponent('file:///a%20b.txt'));
   assert.equal(r.body.result.contents[0].text, 'spaced\n');
   r = await get('/resource?uri=' + encodeURIComponent('file:///logo.png'));
