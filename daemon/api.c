@@ -53,6 +53,7 @@ struct api {
     char id_prefix[32];
     bool lib_ready; /* mg_init_library was called */
     atomic_uint_fast64_t next_id;
+    atomic_int long_calls; /* calls in flight that may hold their worker long */
 };
 
 /* ---- responses ---- */
@@ -353,14 +354,41 @@ fail:
     return send_errinfo(conn, &err);
 }
 
+/* exec (a foreground run, or one waiting for a slot), kill (waits for the end) and the Studio
+ * tools (wait for the plugin) may hold their worker for up to ~2 minutes. They share
+ * API_LONG_CALLS workers, so that the rest always serve /health, the plugin's polls and the
+ * quick tools, however many such calls a client sends. */
+static bool may_wait_long(const struct catalog_tool *tool, const char *name)
+{
+    return catalog_tool_route(tool) == CATALOG_ROUTE_STUDIO || strcmp(name, "exec") == 0 ||
+           strcmp(name, "kill") == 0;
+}
+
+static int call_tool(struct api *a, struct mg_connection *conn, const char *id, const char *name,
+                     cJSON *args)
+{
+    const struct tools_ctx *ctx = a->tools;
+    struct tools_result res = {0};
+    struct errinfo terr = {0};
+    int status;
+
+    if (tools_call(ctx, name, args, &res, &terr) < 0) {
+        log_debug("api: call %s %s failed: %s", id, name, terr.msg);
+        status = send_tool_answer(conn, id, NULL, &terr);
+    } else {
+        status = send_tool_answer(conn, id, &res, NULL);
+    }
+    tools_result_cleanup(&res);
+    return status;
+}
+
 static int run_tool(struct api *a, struct mg_connection *conn, const char *name, cJSON *args)
 {
     const struct catalog_tool *tool = catalog_find(a->cat, name);
     struct schema_report rep;
-    const struct tools_ctx *ctx = a->tools;
-    struct tools_result res = {0};
-    struct errinfo terr = {0};
+    struct errinfo busy = {0};
     char id[48], msg[SCHEMA_MSG_MAX + 200];
+    bool long_call;
     int status;
 
     if (!tool) {
@@ -374,15 +402,21 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     }
     snprintf(id, sizeof(id), "%s-%" PRIuFAST64, a->id_prefix,
              atomic_fetch_add_explicit(&a->next_id, 1, memory_order_relaxed));
-    if (catalog_tool_route(tool) == CATALOG_ROUTE_STUDIO)
-        return api_bridge_call(ctx, conn, id, name, args);
-    if (tools_call(ctx, name, args, &res, &terr) < 0) {
-        log_debug("api: call %s %s failed: %s", id, name, terr.msg);
-        status = send_tool_answer(conn, id, NULL, &terr);
-    } else {
-        status = send_tool_answer(conn, id, &res, NULL);
+    long_call = may_wait_long(tool, name);
+    if (long_call && atomic_fetch_add(&a->long_calls, 1) >= API_LONG_CALLS) {
+        atomic_fetch_sub(&a->long_calls, 1);
+        errinfo_set(&busy, ERR_UNAVAILABLE,
+                    "runboxd is busy: %d calls that can take long (exec, kill, Studio tools) are "
+                    "in progress, the most it serves at once; try again when some have finished",
+                    API_LONG_CALLS);
+        return send_tool_answer(conn, id, NULL, &busy);
     }
-    tools_result_cleanup(&res);
+    if (catalog_tool_route(tool) == CATALOG_ROUTE_STUDIO)
+        status = api_bridge_call(a->tools, conn, id, name, args);
+    else
+        status = call_tool(a, conn, id, name, args);
+    if (long_call)
+        atomic_fetch_sub(&a->long_calls, 1);
     return status;
 }
 

@@ -23,6 +23,7 @@ struct tools_ctx;
 
 #define API_BODY_MAX     (32u << 20) /* request body limit: 32 MiB */
 #define API_THREADS      32          /* civetweb workers; a keep-alive connection keeps one */
+#define API_LONG_CALLS   24          /* of them, the most that calls which may wait long may hold */
 #define API_KEEPALIVE_MS 2000        /* idle keep-alive connections are closed after this */
 
 struct api_options {

@@ -133,6 +133,41 @@ describe('connections', () => {
   });
 });
 
+describe('long calls', () => {
+  test('many long calls at once: /health and quick tools still answer at once; past 24 they are refused as busy', async () => {
+    const d = await startDaemon({ args: ['--exec-concurrent-max', '8'] });
+    try {
+      // 30 foreground execs, each on its own connection (each holds a civetweb worker).
+      const calls = [];
+      for (let i = 0; i < 30; i++)
+        calls.push(d.call('exec', { command: 'sleep 1.5' }));
+      await new Promise((r) => setTimeout(r, 300));
+      let t0 = Date.now();
+      const h = await d.get('/health');
+      assert.equal(h.status, 200);
+      assert.ok(Date.now() - t0 < 1000, `/health took ${Date.now() - t0} ms`);
+      t0 = Date.now();
+      const l = await d.call('list_dir', { path: '/' });
+      assert.equal(l.body.ok, true, l.text);
+      assert.ok(Date.now() - t0 < 1000, `list_dir took ${Date.now() - t0} ms`);
+      const done = await Promise.all(calls);
+      const ran = done.filter((r) => r.body.ok);
+      const busy = done.filter((r) => !r.body.ok);
+      assert.equal(ran.length, 24, JSON.stringify(busy.map((r) => r.body)));
+      assert.equal(busy.length, 6);
+      for (const r of busy) {
+        assert.equal(r.status, 200);
+        assert.match(r.body.error, /^runboxd is busy: 24 calls that can take long \(exec, kill, Studio tools\) are in progress.*try again/);
+      }
+      // The budget is given back: a new long call runs.
+      const again = await d.call('exec', { command: 'echo again' });
+      assert.equal(again.body.result, 'again\n');
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
 describe('token', () => {
   test('with RUNBOX_TOKEN every request needs the bearer token', async () => {
     const d = await startDaemon({ env: { RUNBOX_TOKEN: 's3cret-token' } });
