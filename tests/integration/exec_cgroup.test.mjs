@@ -5,10 +5,15 @@
 // a test that needs cgroups says so and skips where /health reports them off. The memory and
 // process controllers themselves are tested in a VM with a pure cgroup v2 kernel (tests/vm/).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync,
+  rmSync, statSync, writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { startDaemon } from '../lib/daemon.mjs';
+import { runboxdPath, startDaemon } from '../lib/daemon.mjs';
 
 function ok(r) {
   assert.equal(r.status, 200, r.text);
@@ -156,6 +161,77 @@ describe('exec: --no-cgroup', () => {
       assert.equal(r.result, 'plain\n');
     } finally {
       await d.stop();
+    }
+  });
+});
+
+// Where the cgroup v2 hierarchy is mounted (its root), or null.
+function cgroup2Mount() {
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const [pre, post] = line.split(' - ');
+    if (post?.startsWith('cgroup2 ') && pre.split(' ')[3] === '/') return pre.split(' ')[4];
+  }
+  return null;
+}
+
+const NOBODY = 65534;
+
+describe('exec: an unprivileged runboxd in a cgroup delegated to it', () => {
+  // What systemd's Delegate=yes (or systemd-run --user --scope -p Delegate=yes) gives: a cgroup
+  // owned by the daemon's user, the daemon inside it. Made here by hand, as root.
+  const mount = cgroup2Mount();
+  const why = process.getuid?.() !== 0 ? 'needs root to make the delegated cgroup'
+    : !mount ? 'no cgroup v2 hierarchy is mounted' : null;
+
+  test('runs get their cgroups inside it, owned by the daemon\'s user, and are removed', { skip: why ?? false }, async () => {
+    const deleg = path.join(mount, `runbox-test-${process.pid}`);
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-deleg-'));
+    const saved = process.env.RUNBOXD;
+    let d;
+    try {
+      mkdirSync(deleg);
+      for (const f of ['', 'cgroup.procs', 'cgroup.threads', 'cgroup.subtree_control'])
+        chownSync(path.join(deleg, f), NOBODY, NOBODY);
+      chmodSync(tmp, 0o755);
+      for (const dir of ['ws', 'config']) {
+        mkdirSync(path.join(tmp, dir));
+        chownSync(path.join(tmp, dir), NOBODY, NOBODY);
+      }
+      // Enter the delegated cgroup as root (moving needs its parent's rights), then drop.
+      const wrapper = path.join(tmp, 'runboxd-delegated');
+      writeFileSync(wrapper, `#!/bin/sh\necho $$ > '${deleg}/cgroup.procs' || exit 1\n` +
+        `exec setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups '${runboxdPath()}' "$@"\n`);
+      chmodSync(wrapper, 0o755);
+      process.env.RUNBOXD = wrapper;
+      d = await startDaemon({ workspace: path.join(tmp, 'ws'), env: { XDG_CONFIG_HOME: path.join(tmp, 'config') } });
+      process.env.RUNBOXD = saved;
+
+      const sb = await sandbox(d);
+      assert.equal(sb.available, true, JSON.stringify(sb));
+      assert.equal(sb.cgroup.path, path.join(deleg, `runboxd-${d.pid}`), JSON.stringify(sb.cgroup));
+      assert.ok(pidsOf(path.join(sb.cgroup.path, 'daemon')).includes(d.pid));
+      const r = ok(await d.call('exec', { command: 'sleep 5271.5', background: true }));
+      const dir = path.join(sb.cgroup.path, `exec-${r.structured.pid}`);
+      assert.ok(await until(() => existsSync(dir) && pidsOf(dir).length >= 2, 3000));
+      assert.equal(statSync(dir).uid, NOBODY);
+      ok(await d.call('kill', { pid: r.structured.pid, signal: 'KILL' }));
+      assert.ok(await until(() => !existsSync(dir), 2000), `${dir} is still there`);
+      const fg = ok(await d.call('exec', { command: 'id -u' }));
+      assert.equal(fg.result, `${NOBODY}\n`);
+    } finally {
+      process.env.RUNBOXD = saved;
+      if (d) await d.stop();
+      // The daemon cannot remove its own directories; once it is gone they are empty.
+      if (existsSync(deleg)) {
+        for (const name of readdirSync(deleg).filter((n) => n.startsWith('runboxd-'))) {
+          const r = path.join(deleg, name);
+          for (const sub of readdirSync(r, { withFileTypes: true }).filter((e) => e.isDirectory()))
+            rmdirSync(path.join(r, sub.name));
+          rmdirSync(r);
+        }
+        rmdirSync(deleg);
+      }
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
