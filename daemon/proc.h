@@ -11,7 +11,9 @@
  * Each child enters a user and mount namespace of its own before bwrap starts: there it binds
  * the workspace (through the daemon's directory fd, so a workspace under a path the daemon's
  * user cannot traverse still works) onto a directory bwrap can name, and its process limit
- * counts only the processes of that sandbox (RLIMIT_NPROC is per user namespace).
+ * counts only the processes of that sandbox (RLIMIT_NPROC is per user namespace). Where runboxd
+ * has cgroups (cgroup.h), each run starts inside a cgroup of its own, which limits the memory and
+ * processes of the whole sandbox, reports an OOM kill, and is how a run is killed (cgroup.kill).
  *
  * Thread-safety: any thread (internal lock), except proc_new/proc_shutdown/proc_free (the main
  * thread). Lock order: the proc lock is a leaf; the console is called without holding it. */
