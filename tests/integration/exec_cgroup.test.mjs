@@ -235,3 +235,41 @@ describe('exec: an unprivileged runboxd in a cgroup delegated to it', () => {
     }
   });
 });
+
+describe('exec: clone3 refused by a seccomp filter (as in Docker)', () => {
+  test('cgroups are turned off with the reason; commands run, limited by rlimits', async (t) => {
+    const helper = process.env.RUNBOX_NO_CLONE3;
+    if (!helper) return t.skip('RUNBOX_NO_CLONE3 is not set (ctest sets it)');
+    const plain = await startDaemon();
+    const on = (await sandbox(plain)).cgroup.path !== null;
+    await plain.stop();
+    if (!on) return t.skip('cgroups are off here anyway, so runboxd never calls clone3');
+
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-noclone3-'));
+    const saved = process.env.RUNBOXD;
+    let d;
+    try {
+      const wrapper = path.join(tmp, 'runboxd-no-clone3');
+      writeFileSync(wrapper, `#!/bin/sh\nexec '${helper}' '${runboxdPath()}' "$@"\n`);
+      chmodSync(wrapper, 0o755);
+      process.env.RUNBOXD = wrapper;
+      d = await startDaemon({ args: ['--exec-memory-mb', '128'] });
+      process.env.RUNBOXD = saved;
+      const sb = await sandbox(d);
+      assert.equal(sb.available, true, JSON.stringify(sb));
+      assert.equal(sb.cgroup.path, null);
+      assert.equal(sb.memory, 'rlimit');
+      assert.equal(sb.procs, 'rlimit');
+      assert.match(sb.cgroup.reason, /^starting a sandbox in its cgroup failed \(clone3: Function not implemented\): limits are rlimits/);
+      const r = ok(await d.call('exec', { command: 'echo fine' }));
+      assert.equal(r.result, 'fine\n');
+      // The memory limit is RLIMIT_DATA again: an allocation past it fails.
+      const hog = ok(await d.call('exec', { command: `python3 -c "b = b'x' * (512 << 20)"` }));
+      assert.match(hog.structured.stderr, /MemoryError/);
+    } finally {
+      process.env.RUNBOXD = saved;
+      if (d) await d.stop();
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});

@@ -6,8 +6,9 @@
 #
 # The contract: /health reports memory and procs limits by "cgroup" and names the daemon's
 # cgroup; a shell that doubles a string past 64 MiB is killed with "[killed: memory limit]" and
-# structured killed "memory limit"; a fork bomb is contained and the daemon stays usable; each run lives in
-# <cgroup>/exec-<pid>, which goes away with the run; nothing is left behind.
+# structured killed "memory limit"; a fork bomb is contained and the daemon stays usable; each
+# run lives in <cgroup>/exec-<pid>, which goes away with the run; nothing is left behind. A
+# second runboxd with clone3 refused (no_clone3) falls back to rlimits and says why.
 # shellcheck source-path=SCRIPTDIR source=lib.sh disable=SC1091 # followed with shellcheck -x
 . /vmtests/lib.sh
 
@@ -256,6 +257,40 @@ elif wait_until 5 no_exec_dirs; then
 	vm_pass "$T.no_exec_dirs_left"
 else
 	vm_fail "$T.no_exec_dirs_left" "left in $CG: $(exec_dirs)"
+fi
+
+# ---- clone3 refused by seccomp (as in Docker): rlimits again, memory by RLIMIT_DATA ----
+
+if [ -x /usr/bin/no_clone3 ]; then
+	RUNBOX_URL=http://127.0.0.1:7767
+	no_clone3 /usr/bin/runboxd --workspace /tmp/ws2 --port 7767 --user nobody \
+		--exec-memory-mb 64 >/tmp/runboxd-noclone3.log 2>&1 &
+	NC=$!
+	if wait_until 20 health_ok; then
+		H=$(health)
+		assert_eq "$T.noclone3_memory" "$(printf '%s' "$H" | json_get .sandbox.memory)" '"rlimit"'
+		assert_eq "$T.noclone3_path" "$(printf '%s' "$H" | json_get .sandbox.cgroup.path)" null
+		assert_contains "$T.noclone3_reason" "$(printf '%s' "$H" | json_get .sandbox.cgroup.reason)" \
+			'clone3: Function not implemented'
+		# shellcheck disable=SC2016 # $a is for the sandbox's shell
+		if exec_call "$T.noclone3_hog" \
+			'{"command":"a=x; while :; do a=\"$a$a\"; done","timeout_ms":30000}'; then
+			# RLIMIT_DATA: the shell's allocation fails; nothing is OOM-killed.
+			_text=$(printf '%s' "$R" | json_get .result)
+			case "$_text" in
+			*"[killed: memory limit]"*) vm_fail "$T.noclone3_hog" "reported as an OOM kill: $_text" ;;
+			*"[exit code "*) vm_pass "$T.noclone3_hog" ;;
+			*) vm_fail "$T.noclone3_hog" "the hog did not fail: $_text" ;;
+			esac
+		fi
+	else
+		vm_fail "$T.noclone3_memory" "runboxd under no_clone3 did not answer: $(tail -n 5 /tmp/runboxd-noclone3.log)"
+	fi
+	kill -TERM "$NC"
+	wait "$NC"
+	RUNBOX_URL=http://127.0.0.1:7766
+else
+	vm_fail "$T.noclone3_memory" "no_clone3 is not in the VM (build the no_clone3 target)"
 fi
 
 finish

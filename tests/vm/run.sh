@@ -25,7 +25,9 @@
 # reports memory and procs limits by "cgroup" and the daemon's cgroup directory; a shell that
 # outgrows 64 MiB is killed with "[killed: memory limit]" (structured killed: "memory limit"); a fork bomb
 # returns and leaves the daemon usable; a background run's processes (setsid ones too) live in
-# <cgroup>/exec-<pid>, and kill removes them and the directory; no exec-* is left at the end.
+# <cgroup>/exec-<pid>, and kill removes them and the directory; no exec-* is left at the end;
+# runboxd under no_clone3 (clone3 refused by seccomp, as in Docker) reports rlimits with the
+# reason, and a memory hog then fails an allocation instead of being OOM-killed.
 # The first checks (vm_controllers, start, exec_echo, daemon_stop) test the harness itself.
 #
 # Output: one line per result ("PASS cgroup.exec_echo", "FAIL cgroup.memory_killed: why"), a
@@ -185,6 +187,10 @@ add_binary "$DASH" /usr/bin/dash
 ln -s dash "$ROOT/usr/bin/sh"
 add_binary "$BWRAP" /usr/bin/bwrap
 add_binary "$RUNBOXD" /usr/bin/runboxd
+# tests/helpers/no_clone3.c: runs a program with clone3 refused (as Docker's seccomp profile does).
+if [[ -x $BUILD_DIR/tests/no_clone3 ]]; then
+  add_binary "$BUILD_DIR/tests/no_clone3" /usr/bin/no_clone3
+fi
 
 cat >"$ROOT/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/sh
