@@ -176,6 +176,21 @@ function cgroup2Mount() {
 
 const NOBODY = 65534;
 
+// Starts runboxd through a shell script (in dir) whose body ends by exec'ing it: startDaemon
+// runs $RUNBOXD, so the script stands in for it during the start.
+async function startThrough(dir, body, opts) {
+  const script = path.join(dir, 'runboxd-wrapper');
+  writeFileSync(script, `#!/bin/sh\n${body}\n`);
+  chmodSync(script, 0o755);
+  const saved = process.env.RUNBOXD;
+  process.env.RUNBOXD = script;
+  try {
+    return await startDaemon(opts);
+  } finally {
+    process.env.RUNBOXD = saved;
+  }
+}
+
 describe('exec: an unprivileged runboxd in a cgroup delegated to it', () => {
   // What systemd's Delegate=yes (or systemd-run --user --scope -p Delegate=yes) gives: a cgroup
   // owned by the daemon's user, the daemon inside it. Made here by hand, as root.
@@ -186,7 +201,6 @@ describe('exec: an unprivileged runboxd in a cgroup delegated to it', () => {
   test('runs get their cgroups inside it, owned by the daemon\'s user, and are removed', { skip: why ?? false }, async () => {
     const deleg = path.join(mount, `runbox-test-${process.pid}`);
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-deleg-'));
-    const saved = process.env.RUNBOXD;
     let d;
     try {
       mkdirSync(deleg);
@@ -198,13 +212,9 @@ describe('exec: an unprivileged runboxd in a cgroup delegated to it', () => {
         chownSync(path.join(tmp, dir), NOBODY, NOBODY);
       }
       // Enter the delegated cgroup as root (moving needs its parent's rights), then drop.
-      const wrapper = path.join(tmp, 'runboxd-delegated');
-      writeFileSync(wrapper, `#!/bin/sh\necho $$ > '${deleg}/cgroup.procs' || exit 1\n` +
-        `exec setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups '${runboxdPath()}' "$@"\n`);
-      chmodSync(wrapper, 0o755);
-      process.env.RUNBOXD = wrapper;
-      d = await startDaemon({ workspace: path.join(tmp, 'ws'), env: { XDG_CONFIG_HOME: path.join(tmp, 'config') } });
-      process.env.RUNBOXD = saved;
+      d = await startThrough(tmp, `echo $$ > '${deleg}/cgroup.procs' || exit 1\n` +
+        `exec setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups '${runboxdPath()}' "$@"`,
+      { workspace: path.join(tmp, 'ws'), env: { XDG_CONFIG_HOME: path.join(tmp, 'config') } });
 
       const sb = await sandbox(d);
       assert.equal(sb.available, true, JSON.stringify(sb));
@@ -219,7 +229,6 @@ describe('exec: an unprivileged runboxd in a cgroup delegated to it', () => {
       const fg = ok(await d.call('exec', { command: 'id -u' }));
       assert.equal(fg.result, `${NOBODY}\n`);
     } finally {
-      process.env.RUNBOXD = saved;
       if (d) await d.stop();
       // The daemon cannot remove its own directories; once it is gone they are empty.
       if (existsSync(deleg)) {
@@ -246,15 +255,10 @@ describe('exec: clone3 refused by a seccomp filter (as in Docker)', () => {
     if (!on) return t.skip('cgroups are off here anyway, so runboxd never calls clone3');
 
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-noclone3-'));
-    const saved = process.env.RUNBOXD;
     let d;
     try {
-      const wrapper = path.join(tmp, 'runboxd-no-clone3');
-      writeFileSync(wrapper, `#!/bin/sh\nexec '${helper}' '${runboxdPath()}' "$@"\n`);
-      chmodSync(wrapper, 0o755);
-      process.env.RUNBOXD = wrapper;
-      d = await startDaemon({ args: ['--exec-memory-mb', '128'] });
-      process.env.RUNBOXD = saved;
+      d = await startThrough(tmp, `exec '${helper}' '${runboxdPath()}' "$@"`,
+        { args: ['--exec-memory-mb', '128'] });
       const sb = await sandbox(d);
       assert.equal(sb.available, true, JSON.stringify(sb));
       assert.equal(sb.cgroup.path, null);
@@ -267,7 +271,6 @@ describe('exec: clone3 refused by a seccomp filter (as in Docker)', () => {
       const hog = ok(await d.call('exec', { command: `python3 -c "b = b'x' * (512 << 20)"` }));
       assert.match(hog.structured.stderr, /MemoryError/);
     } finally {
-      process.env.RUNBOXD = saved;
       if (d) await d.stop();
       rmSync(tmp, { recursive: true, force: true });
     }
