@@ -5,13 +5,13 @@
  * different prompt) and then renders the one user message. */
 #include "prompts.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "console.h"
+#include "strfmt.h"
 #include "tools.h"
 #include "utf8.h"
 #include "vfs.h"
@@ -52,40 +52,26 @@ static const struct prompt prompt_table[] = {
 
 /* ---- texts (pure) ---- */
 
-static char *fmt_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt_alloc(const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    int n;
-
-    va_start(ap, fmt);
-    n = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    return n < 0 ? NULL : s;
-}
-
 char *prompts_explain_text(const char *path, const char *contents)
 {
-    return fmt_alloc("The user wants an explanation of the following file:\n\n--- %s ---\n%s\n"
-                     "---\n\nExplain the purpose and structure of this file clearly.",
-                     path, contents);
+    return strfmt_alloc("The user wants an explanation of the following file:\n\n--- %s ---\n%s\n"
+                        "---\n\nExplain the purpose and structure of this file clearly.",
+                        path, contents);
 }
 
 char *prompts_fix_error_text(const char *errors)
 {
-    return fmt_alloc("The following errors appeared in the sandbox console:\n\n%s\n\n"
-                     "Analyze the root cause and propose a concrete fix.",
-                     errors);
+    return strfmt_alloc("The following errors appeared in the sandbox console:\n\n%s\n\n"
+                        "Analyze the root cause and propose a concrete fix.",
+                        errors);
 }
 
 char *prompts_scaffold_text(const char *type, const char *name)
 {
-    return fmt_alloc("Scaffold a new %s project named %s.\nCreate the directory structure, "
-                     "config files, and a basic entry point.\nUse best practices for the "
-                     "chosen stack.",
-                     type, name);
+    return strfmt_alloc("Scaffold a new %s project named %s.\nCreate the directory structure, "
+                        "config files, and a basic entry point.\nUse best practices for the "
+                        "chosen stack.",
+                        type, name);
 }
 
 /* ---- list ---- */
@@ -206,8 +192,8 @@ static char *explain_file(const struct tools_ctx *ctx, const cJSON *args, struct
     }
     d.data[utf8_cut(d.data, d.len)] = '\0';
     if (d.truncated)
-        body = fmt_alloc("%s\n[... the file goes on: %llu bytes in all, the first %u shown]",
-                         d.data, (unsigned long long)d.file_size, PROMPTS_FILE_MAX);
+        body = strfmt_alloc("%s\n[... the file goes on: %llu bytes in all, the first %u shown]",
+                            d.data, (unsigned long long)d.file_size, PROMPTS_FILE_MAX);
     text = prompts_explain_text(path, body ? body : d.data);
     if (!text)
         errinfo_set(err, ERR_NOMEM, "explain_file: out of memory");

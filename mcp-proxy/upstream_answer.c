@@ -6,12 +6,12 @@
 #include "upstream.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jsonbuf.h"
+#include "strfmt.h"
 #include "utf8.h"
 
 #define EXCERPT_MAX 200         /* bytes of an unexpected body quoted in a message */
@@ -48,20 +48,6 @@ static void put_excerpt(struct jsonbuf *b, const char *text, size_t len, size_t 
     }
 }
 
-static char *fmt_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt_alloc(const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    int n;
-
-    va_start(ap, fmt);
-    n = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    return n < 0 ? NULL : s;
-}
-
 char *upstream_unreachable_message(const char *base_url, int os_errno)
 {
     const char *why;
@@ -72,9 +58,9 @@ char *upstream_unreachable_message(const char *base_url, int os_errno)
         why = "connection refused";
     else
         why = strerror(os_errno);
-    return fmt_alloc("runboxd is not reachable at %s (%s). Start it with `runboxd` (or leave "
-                     "DAEMON_URL unset so runbox starts it), then retry.",
-                     base_url, why);
+    return strfmt_alloc("runboxd is not reachable at %s (%s). Start it with `runboxd` (or leave "
+                        "DAEMON_URL unset so runbox starts it), then retry.",
+                        base_url, why);
 }
 
 static const char *error_string(const cJSON *doc)
@@ -182,12 +168,12 @@ int upstream_map_answer(const struct upstream_reply *reply, const char *base_url
         out->error = strdup(dropped_msg);
         break;
     case UPSTREAM_TOO_LARGE:
-        out->error = fmt_alloc("runboxd's answer is larger than the %zu MiB runbox accepts",
-                               UPSTREAM_MAX_BODY >> 20);
+        out->error = strfmt_alloc("runboxd's answer is larger than the %zu MiB runbox accepts",
+                                  UPSTREAM_MAX_BODY >> 20);
         break;
     case UPSTREAM_FAILED:
-        out->error = fmt_alloc("the request to runboxd at %s failed: %s", base_url,
-                               reply->error ? reply->error : "unknown error");
+        out->error = strfmt_alloc("the request to runboxd at %s failed: %s", base_url,
+                                  reply->error ? reply->error : "unknown error");
         break;
     }
     return out->error ? 0 : -1;
