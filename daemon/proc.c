@@ -36,21 +36,67 @@ void proc_wake(struct proc *p)
 
 /* ---- output ---- */
 
-static void console_line(struct proc *p, struct job *j, int idx, const char *s, size_t n)
+/* Takes one line from the run's console bucket (PROC_CONSOLE_BURST, PROC_CONSOLE_RATE). Once
+ * the bucket runs dry the run stays muted until it is half full again, so a steady flood gives
+ * one note every few seconds rather than a note per refilled line. */
+static bool console_admit(struct job *j, int64_t now)
 {
-    if (p->console)
-        console_append(p->console, idx == 0 ? CONSOLE_LOG : CONSOLE_WARN, CONSOLE_SRC_EXEC, j->id,
-                       NULL, 0, s, n);
+    if (j->console_tokens >= PROC_CONSOLE_BURST) {
+        j->console_refill_ms = now; /* full: the time spent full earns nothing */
+    } else {
+        int64_t earned = (now - j->console_refill_ms) * PROC_CONSOLE_RATE / 1000;
+
+        if (earned > 0) {
+            j->console_tokens = earned >= PROC_CONSOLE_BURST - j->console_tokens
+                                    ? PROC_CONSOLE_BURST
+                                    : j->console_tokens + (uint32_t)earned;
+            j->console_refill_ms = now;
+        }
+    }
+    if (j->console_muted && j->console_tokens < PROC_CONSOLE_BURST / 2) {
+        j->console_dropped++;
+        return false;
+    }
+    j->console_muted = false;
+    if (!j->console_tokens) {
+        j->console_muted = true;
+        j->console_dropped++;
+        return false;
+    }
+    j->console_tokens--;
+    return true;
+}
+
+/* The entry that says how many lines the bucket left out, once per gap. */
+static void console_dropped_note(struct proc *p, struct job *j)
+{
+    if (j->console_dropped && p->console)
+        console_appendf(p->console, CONSOLE_WARN, CONSOLE_SRC_EXEC, j->id,
+                        "[process %" PRIu64 ": %" PRIu64 " output lines not shown here (more than "
+                        "%d lines a second); the command's own result has its output]",
+                        j->id, j->console_dropped, PROC_CONSOLE_RATE);
+    j->console_dropped = 0;
+}
+
+static void console_line(struct proc *p, struct job *j, int idx, const char *s, size_t n,
+                         int64_t now)
+{
+    if (!p->console || !console_admit(j, now))
+        return;
+    console_dropped_note(p, j);
+    console_append(p->console, idx == 0 ? CONSOLE_LOG : CONSOLE_WARN, CONSOLE_SRC_EXEC, j->id, NULL,
+                   0, s, n);
 }
 
 /* Sends the complete lines of data to the console, keeping a partial last line. */
-static void stream_lines(struct proc *p, struct job *j, int idx, const char *data, size_t n)
+static void stream_lines(struct proc *p, struct job *j, int idx, const char *data, size_t n,
+                         int64_t now)
 {
     struct proc_stream *s = &j->s[idx];
 
     for (size_t i = 0; i < n; i++) {
         if (data[i] == '\n' || s->line_len == sizeof(s->line)) {
-            console_line(p, j, idx, s->line, s->line_len);
+            console_line(p, j, idx, s->line, s->line_len, now);
             s->line_len = 0;
             if (data[i] == '\n')
                 continue;
@@ -62,7 +108,7 @@ static void stream_lines(struct proc *p, struct job *j, int idx, const char *dat
 static void stream_flush(struct proc *p, struct job *j, int idx)
 {
     if (j->s[idx].line_len)
-        console_line(p, j, idx, j->s[idx].line, j->s[idx].line_len);
+        console_line(p, j, idx, j->s[idx].line, j->s[idx].line_len, proc_mono_ms());
     j->s[idx].line_len = 0;
 }
 
@@ -108,6 +154,7 @@ static bool stream_read(struct proc *p, struct job *j, int idx)
 {
     char buf[PROC_READ_CHUNK];
     struct proc_stream *s = &j->s[idx];
+    int64_t now = proc_mono_ms();
 
     for (int rounds = 0; rounds < 16; rounds++) {
         ssize_t n = read(s->fd, buf, sizeof(buf));
@@ -125,7 +172,7 @@ static bool stream_read(struct proc *p, struct job *j, int idx)
             stream_keep(p, j, idx, buf, (size_t)n);
         if (idx == 1)
             keep_tail(j, buf, (size_t)n);
-        stream_lines(p, j, idx, buf, (size_t)n);
+        stream_lines(p, j, idx, buf, (size_t)n, now);
     }
     return true;
 }
@@ -207,6 +254,7 @@ static void finish(struct proc *p, struct job *j, int status)
         }
         stream_flush(p, j, i);
     }
+    console_dropped_note(p, j);
     if (j->in_fd >= 0)
         close(j->in_fd);
     j->in_fd = -1;
@@ -237,6 +285,8 @@ static void start(struct proc *p, struct job *j)
 
     j->start_mono = proc_mono_ms();
     j->started_ms = proc_wall_ms();
+    j->console_tokens = PROC_CONSOLE_BURST;
+    j->console_refill_ms = j->start_mono;
     if (proc_spawn(p, j, &err) < 0) {
         j->spawn_err = err;
         j->state = JOB_EXITED;

@@ -13,8 +13,14 @@
 #include "exec.h"
 #include "proc.h"
 
-#define PROC_LINE_MAX          4096 /* a longer console line is split */
-#define PROC_TAIL              1024 /* last stderr bytes kept for the console's error entry */
+#define PROC_LINE_MAX 4096 /* a longer console line is split */
+#define PROC_TAIL     1024 /* last stderr bytes kept for the console's error entry */
+/* The console takes a run's output lines from a bucket of PROC_CONSOLE_BURST lines refilled at
+ * PROC_CONSOLE_RATE lines a second; lines past that are counted, not sent, and one entry says
+ * how many were left out. A flood (`yes`) then costs a count per line instead of a console
+ * entry, and cannot push every other entry out of the ring. */
+#define PROC_CONSOLE_BURST     1000
+#define PROC_CONSOLE_RATE      200
 #define PROC_KILL_GRACE_MS_INT 2000 /* TERM/INT/HUP, then SIGKILL after this */
 #define PROC_KILL_WAIT_MS_INT  3000 /* how long kill waits to report the end */
 
@@ -51,7 +57,11 @@ struct job {
     int exit_code;
     int64_t duration_ms;
     bool timed_out, killed, output_limit, memory_limit;
-    unsigned waiting; /* callers still reading this job (it is not freed meanwhile) */
+    uint32_t console_tokens;   /* lines the console may take now (see PROC_CONSOLE_BURST) */
+    int64_t console_refill_ms; /* monotonic ms the bucket was last refilled */
+    uint64_t console_dropped;  /* lines left out since the last note */
+    bool console_muted;        /* the bucket ran dry and is not yet half full again */
+    unsigned waiting;          /* callers still reading this job (it is not freed meanwhile) */
     bool done;
     struct errinfo spawn_err; /* set when the sandbox could not start */
 };

@@ -193,6 +193,36 @@ for host, port in (("1.1.1.1", 80), ("127.0.0.1", ${d.port})):
     assert.match(r.result, /\[killed: output limit/);
   });
 
+  test('a flood of output: the console takes its first 1000 lines, one note, then lines again',
+       async () => {
+    // One seq writes the 3000 lines at once. The bucket refills at 200 lines/s while they are
+    // read, so on a slow machine a few more than 1000 may get through: the test counts them.
+    const marker = `flood${Date.now()}`;
+    const before = ok(await d.call('console_logs', { limit: 1 })).result.latest_id;
+    const r = await exec(d, `seq -f '${marker} %g' 1 3000; sleep 3; echo ${marker} after`);
+    assert.equal(r.structured.exit_code, 0);
+    assert.equal(r.structured.stdout.split('\n').length, 3002, 'the result has every line');
+    const seen = [];
+    for (let since = before; ;) {
+      const page = ok(await d.call('console_logs', { source: 'exec', since_id: since, limit: 1000 }))
+        .result;
+      seen.push(...page.entries.filter((e) => e.pid === r.structured.pid));
+      if (!page.entries.length) break;
+      since = page.next_since_id;
+    }
+    const messages = seen.filter((e) => e.level !== 'info').map((e) => e.message);
+    const note = messages.findIndex((m) => /output lines not shown here/.test(m));
+    assert.ok(note >= 1000, `the note came after ${note} lines`);
+    assert.deepEqual(messages.slice(0, note),
+                     Array.from({ length: note }, (_, i) => `${marker} ${i + 1}`));
+    assert.equal(messages[note], `[process ${r.structured.pid}: ${3000 - note} output lines not ` +
+                                 'shown here (more than 200 lines a second); the command\'s own ' +
+                                 'result has its output]');
+    assert.equal(seen.find((e) => e.message === messages[note]).level, 'warn');
+    assert.deepEqual(messages.slice(note + 1), [`${marker} after`],
+                     'one note; after a pause its lines reach the console again');
+  });
+
   test('sleep 1000 with timeout_ms 500: gone within a second, setsid grandchildren too', async () => {
     const mark = '9137.25';
     const t0 = Date.now();
