@@ -15,7 +15,9 @@
 -- It prints one line per event on stdout ("run_plugin: connected", "run_plugin: command <tool>
 -- <id>", "run_plugin: dying while holding <tool> <id>", "run_plugin: disconnected") and runs
 -- until stdin reaches EOF or reads a line "quit" (then it disconnects like an unloading plugin:
--- POST /disconnect) or until it is killed. Needs lua-socket and lua-cjson.
+-- POST /disconnect) or until it is killed. A line "sync X" on stdin is answered "run_plugin:
+-- sync X" on stdout, after every line printed before it: a test that reads up to that line has
+-- seen every command the plugin ran so far. Needs lua-socket and lua-cjson.
 
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. here .. "/?/init.lua;" .. here .. "/fake/?.lua;" .. package.path
@@ -346,6 +348,11 @@ sched.spawn(function()
 			plugin.Unloading:Fire()
 			say("disconnected")
 			os.exit(0)
+		end
+		-- A barrier for tests: every line printed before this one is on stdout ahead of it.
+		local mark = string.match(line, "^sync (%S+)$")
+		if mark then
+			say("sync " .. mark)
 		end
 	end
 end)

@@ -3,6 +3,12 @@
 // place, under lua5.1 with LuaSocket HTTP) against the real runboxd, driven through the real
 // runbox over stdio, as an MCP client would.
 //
+// Each test has its own daemon and proxy, so an instance a failed test left behind cannot take
+// the next test's commands. A plugin counts as started once the daemon lists it (its "connected"
+// line only means GET /health answered), and the commands a plugin ran are counted after a
+// barrier on its own stdout (pl.ran(tool)): the call's answer comes back through the proxy's
+// pipe, the plugin's lines through another, and node does not order the two.
+//
 // Skipped, with the reason, when lua5.1 with lua-socket and lua-cjson is not installed.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -10,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 
 import { startDaemon } from '../lib/daemon.mjs';
 import { resultText, startProxy } from '../lib/proxy.mjs';
@@ -29,9 +35,22 @@ function luaMissing() {
 }
 const skip = luaMissing();
 
-// Starts run_plugin.lua; resolves once it reports "connected".
-async function startPlugin(url, args = []) {
-  const child = spawn(LUA, [RUN_PLUGIN, url, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+// Resolves once the daemon's /health lists the instance (its first poll was registered).
+async function waitRegistered(daemon, instance, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await daemon.get('/health');
+    if (r.body.studio.instances.some((i) => i.id === instance)) return;
+    if (Date.now() > deadline) assert.fail(`/health never listed Studio instance ${instance}`);
+    await new Promise((res) => setTimeout(res, 10));
+  }
+}
+
+// Starts run_plugin.lua with --instance id; resolves once it reports "connected" and the
+// daemon lists it.
+async function startPlugin(daemon, id, args = []) {
+  const child = spawn(LUA, [RUN_PLUGIN, daemon.url, '--instance', id, ...args],
+                      { stdio: ['pipe', 'pipe', 'pipe'] });
   const lines = [];
   const waiters = [];
   let stderr = '';
@@ -51,8 +70,9 @@ async function startPlugin(url, args = []) {
   child.stderr.on('data', (c) => { stderr += c; });
   child.stdin.on('error', () => {});
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  let syncs = 0;
   const plugin = {
-    child, lines, exited,
+    id, child, lines, exited,
     stderr: () => stderr,
     waitLine(re, timeoutMs = 10000) {
       const seen = lines.find((l) => re.test(l));
@@ -67,7 +87,15 @@ async function startPlugin(url, args = []) {
         waiters.push(w);
       });
     },
-    commands: (tool) => lines.filter((l) => l === `run_plugin: command ${tool}`).length,
+    // How many times the plugin ran tool so far: counted after a barrier line on its stdout.
+    async ran(tool) {
+      const mark = ++syncs;
+      const seen = plugin.waitLine(new RegExp(`^run_plugin: sync ${mark}$`));
+      child.stdin.write(`sync ${mark}\n`);
+      await seen;
+      return lines.filter((l) => l === `run_plugin: command ${tool}`).length;
+    },
+    alive: () => child.exitCode === null && child.signalCode === null,
     // Unloads like Studio does (POST /disconnect), then exits.
     async quit() {
       child.stdin.end('quit\n');
@@ -76,9 +104,15 @@ async function startPlugin(url, args = []) {
       clearTimeout(t);
       return r;
     },
-    kill() { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); },
+    kill() { if (plugin.alive()) child.kill('SIGKILL'); },
   };
-  await plugin.waitLine(/^run_plugin: connected$/);
+  try {
+    await plugin.waitLine(/^run_plugin: connected$/);
+    await waitRegistered(daemon, id);
+  } catch (e) {
+    plugin.kill();
+    throw e;
+  }
   return plugin;
 }
 
@@ -96,36 +130,44 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
   let proxy;
   let tmp;
   let bundle;
-  const plugins = [];
+  let plugins = [];
 
-  async function plugin(args) {
-    const pl = await startPlugin(daemon.url, args);
+  async function plugin(id, args = []) {
+    const pl = await startPlugin(daemon, id, args);
     plugins.push(pl);
     return pl;
   }
 
-  before(async () => {
+  before(() => {
     // The first test runs the one-file plugin users install, built from the sources now.
     tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-plugin-'));
     bundle = path.join(tmp, 'RunboxBridge.lua');
     const built = spawnSync(LUA, [BUILD, path.resolve(here, '../../plugin-bridge/src'), bundle],
                             { encoding: 'utf8' });
     assert.equal(built.status, 0, `build.lua failed: ${built.stderr}`);
+  });
+
+  after(() => {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  beforeEach(async () => {
     daemon = await startDaemon({ workspace: ':memory:' });
     proxy = startProxy({ daemonUrl: daemon.url });
     await proxy.initialize();
   });
 
-  after(async () => {
+  afterEach(async () => {
     for (const pl of plugins) pl.kill();
-    if (proxy) proxy.kill();
-    if (daemon) await daemon.stop();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    await Promise.all(plugins.map((pl) => pl.exited));
+    plugins = [];
+    proxy.kill();
+    await daemon.stop();
   });
 
   test('create_object, then get_instance_properties shows it; set_property Vector3 reads back',
        async () => {
-    const pl = await plugin(['--instance', 'e2e-main', '--bundle', bundle]);
+    const pl = await plugin('e2e-main', ['--bundle', bundle]);
     const created = okJson(await call(proxy, 'create_object',
                                       { class_name: 'Part', parent: 'Workspace', name: 'E2EPart' }));
     assert.equal(created.path, 'Workspace.E2EPart');
@@ -138,12 +180,12 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
     const back = okJson(await call(proxy, 'get_instance_properties',
                                    { path: 'Workspace.E2EPart', properties: ['Size'] }));
     assert.deepEqual(back.properties.Size, size);
-    assert.equal(pl.commands('set_property'), 1, 'the plugin ran set_property once');
+    assert.equal(await pl.ran('set_property'), 1, 'the plugin ran set_property once');
     await pl.quit();
   });
 
   test('Studio output reaches get_console_output (batched POST /console)', async () => {
-    const pl = await plugin(['--instance', 'e2e-console']);
+    const pl = await plugin('e2e-console');
     const marker = `e2e console line ${Date.now()}`;
     okJson(await call(proxy, 'execute_luau', { code: `warn(${JSON.stringify(marker)}) return 1` }));
     let found = null;
@@ -160,7 +202,7 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
   });
 
   test('a failing handler arrives as isError with the plugin\'s message', async () => {
-    const pl = await plugin(['--instance', 'e2e-fail', '--fail', 'get_instance_children']);
+    const pl = await plugin('e2e-fail', ['--fail', 'get_instance_children']);
     const r = await call(proxy, 'get_instance_children', { path: 'Workspace' });
     assert.equal(r.isError, true);
     assert.match(resultText(r), /injected failure in get_instance_children/);
@@ -169,7 +211,7 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
 
   test('the plugin stopped: the next call fails in under a second with the connect message',
        async () => {
-    const pl = await plugin(['--instance', 'e2e-stop']);
+    const pl = await plugin('e2e-stop');
     okJson(await call(proxy, 'get_selection', {}));
     const { code } = await pl.quit();
     assert.equal(code, 0);
@@ -184,7 +226,7 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
 
   test('the plugin killed while holding a command: "may have been applied", well before the deadline',
        async () => {
-    const pl = await plugin(['--instance', 'e2e-die', '--die-on', 'delete_object']);
+    const pl = await plugin('e2e-die', ['--die-on', 'delete_object']);
     const t0 = Date.now();
     const r = await call(proxy, 'delete_object', { path: 'Workspace.Baseplate' }, 90000);
     const took = Date.now() - t0;
@@ -197,8 +239,8 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
 
   test('two edit instances: list_studios shows both, set_active_studio routes the next call',
        async () => {
-    const a = await plugin(['--instance', 'e2e-a', '--place-name', 'Place A', '--place-id', '111']);
-    const b = await plugin(['--instance', 'e2e-b', '--place-name', 'Place B', '--place-id', '222']);
+    const a = await plugin('e2e-a', ['--place-name', 'Place A', '--place-id', '111']);
+    const b = await plugin('e2e-b', ['--place-name', 'Place B', '--place-id', '222']);
     const list = okJson(await call(proxy, 'list_studios', {}));
     const text = JSON.stringify(list);
     assert.match(text, /e2e-a/);
@@ -208,27 +250,27 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
 
     okJson(await call(proxy, 'set_active_studio', { instance: 'e2e-b' }));
     okJson(await call(proxy, 'get_selection', {}));
-    assert.equal(b.commands('get_selection'), 1, 'the chosen Studio ran it');
-    assert.equal(a.commands('get_selection'), 0, 'the other did not');
+    assert.equal(await b.ran('get_selection'), 1, 'the chosen Studio ran it');
+    assert.equal(await a.ran('get_selection'), 0, 'the other did not');
 
     okJson(await call(proxy, 'set_active_studio', { instance: 'e2e-a' }));
     okJson(await call(proxy, 'get_selection', {}));
-    assert.equal(a.commands('get_selection'), 1);
-    assert.equal(b.commands('get_selection'), 1);
+    assert.equal(await a.ran('get_selection'), 1);
+    assert.equal(await b.ran('get_selection'), 1);
     await a.quit();
     await b.quit();
   });
 
   test('a play-test server copy registers with its role and gets no edit commands', async () => {
-    const edit = await plugin(['--instance', 'e2e-edit', '--place-id', '333']);
-    const server = await plugin(['--instance', 'e2e-server', '--role', 'server', '--place-id', '333']);
+    const edit = await plugin('e2e-edit', ['--place-id', '333']);
+    const server = await plugin('e2e-server', ['--role', 'server', '--place-id', '333']);
     const list = okJson(await call(proxy, 'list_studios', {}));
     const text = JSON.stringify(list);
     assert.match(text, /e2e-server/);
     assert.match(text, /"server"/);
     okJson(await call(proxy, 'get_selection', {}));
-    assert.equal(edit.commands('get_selection'), 1);
-    assert.equal(server.commands('get_selection'), 0);
+    assert.equal(await edit.ran('get_selection'), 1);
+    assert.equal(await server.ran('get_selection'), 0);
     await server.quit();
     await edit.quit();
   });
