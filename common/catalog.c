@@ -26,6 +26,7 @@ struct catalog_tool {
     const char *name;  /* borrowed from the document */
     const char *group; /* borrowed from the document */
     enum catalog_route route;
+    enum catalog_budget budget;
     const cJSON *tool; /* the tool's object in its document */
     const cJSON *input_schema;
     const cJSON *output_schema; /* or NULL */
@@ -179,11 +180,29 @@ static int parse_route(const cJSON *route, enum catalog_route *out)
     return 0;
 }
 
+/* "budget": absent (a Studio tool is long, any other none), "long" or "search". */
+static int parse_budget(const cJSON *budget, enum catalog_route route, enum catalog_budget *out)
+{
+    *out = route == CATALOG_ROUTE_STUDIO ? CATALOG_BUDGET_LONG : CATALOG_BUDGET_NONE;
+    if (!budget)
+        return 0;
+    if (!cJSON_IsString(budget))
+        return -1;
+    if (strcmp(budget->valuestring, "long") == 0)
+        *out = CATALOG_BUDGET_LONG;
+    else if (strcmp(budget->valuestring, "search") == 0)
+        *out = CATALOG_BUDGET_SEARCH;
+    else
+        return -1;
+    return 0;
+}
+
 /* Checks one tool object and fills *t (borrowing from the document). */
 static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, struct errinfo *err)
 {
-    static const char *const known[] = {"name",        "title",        "description", "inputSchema",
-                                        "annotations", "outputSchema", "route",       NULL};
+    static const char *const known[] = {"name",        "title",       "description",
+                                        "inputSchema", "annotations", "outputSchema",
+                                        "route",       "budget",      NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *ann, *ro;
     const char *extra;
@@ -222,6 +241,10 @@ static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, 
     t->read_only = cJSON_IsTrue(ro);
     if (parse_route(cJSON_GetObjectItemCaseSensitive(obj, "route"), &t->route) != 0) {
         fail(err, w, "route must be \"local\" or \"studio\"");
+        return -1;
+    }
+    if (parse_budget(cJSON_GetObjectItemCaseSensitive(obj, "budget"), t->route, &t->budget) != 0) {
+        fail(err, w, "budget must be \"long\" or \"search\"");
         return -1;
     }
     return 0;
@@ -434,6 +457,11 @@ const char *catalog_tool_group(const struct catalog_tool *tool)
 enum catalog_route catalog_tool_route(const struct catalog_tool *tool)
 {
     return tool->route;
+}
+
+enum catalog_budget catalog_tool_budget(const struct catalog_tool *tool)
+{
+    return tool->budget;
 }
 
 const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool)

@@ -4,7 +4,7 @@
  *
  * A catalog document is {"group": "<name>", "tools": [ {tool}, ... ]} where a tool is
  *   {"name", "title", "description", "inputSchema", "annotations"?, "outputSchema"?,
- *    "route": "local" | "studio"}.
+ *    "route": "local" | "studio", "budget": "long" | "search" (optional)}.
  * Names follow the MCP rule [A-Za-z0-9_.-]{1,128} and are unique across documents.
  *
  * Thread-safety: a catalog is immutable once built; every accessor may be called from any
@@ -20,6 +20,13 @@
 #include "errinfo.h"
 
 enum catalog_route { CATALOG_ROUTE_LOCAL, CATALOG_ROUTE_STUDIO };
+
+/* Which admission budget a call of the tool draws from (the call service's table): a quick call
+ * from none; "long" for calls that may hold their worker for minutes (a foreground exec, kill,
+ * every tool routed to Studio, which waits for the plugin); "search" for walks of the whole
+ * workspace. Catalog key "budget": "long" | "search"; a Studio-routed tool is "long" unless it
+ * says otherwise. */
+enum catalog_budget { CATALOG_BUDGET_NONE, CATALOG_BUDGET_LONG, CATALOG_BUDGET_SEARCH };
 
 struct catalog;      /* opaque */
 struct catalog_tool; /* opaque; borrowed from its catalog, valid as long as the catalog */
@@ -46,6 +53,7 @@ const struct catalog_tool *catalog_find(const struct catalog *cat, const char *n
 const char *catalog_tool_name(const struct catalog_tool *tool);
 const char *catalog_tool_group(const struct catalog_tool *tool);
 enum catalog_route catalog_tool_route(const struct catalog_tool *tool);
+enum catalog_budget catalog_tool_budget(const struct catalog_tool *tool);
 const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool);  /* borrowed */
 const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool); /* borrowed or NULL */
 bool catalog_tool_is_read_only(const struct catalog_tool *tool); /* annotations.readOnlyHint */

@@ -125,6 +125,8 @@ const char *errinfo_kind_name(enum errinfo_kind kind)
         return "nomem";
     case ERR_INTERNAL:
         return "internal";
+    case ERR_CANCELLED:
+        return "cancelled";
     }
     return "unknown";
 }

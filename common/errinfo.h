@@ -20,7 +20,8 @@ enum errinfo_kind {
     ERR_UNAVAILABLE, /* a peer or facility is not there (daemon down, sandbox missing) */
     ERR_IO,          /* the system said no for another reason */
     ERR_NOMEM,
-    ERR_INTERNAL /* a bug */
+    ERR_INTERNAL, /* a bug */
+    ERR_CANCELLED /* the caller cancelled the work (MCP cancellation, a dropped connection) */
 };
 
 #define ERRINFO_MSG_MAX 256

@@ -132,7 +132,7 @@ START_TEST(test_errinfo_kind_names)
         {ERR_NONE, "none"},       {ERR_INVALID, "invalid"},         {ERR_NOT_FOUND, "not_found"},
         {ERR_EXISTS, "exists"},   {ERR_DENIED, "denied"},           {ERR_TOO_LARGE, "too_large"},
         {ERR_TIMEOUT, "timeout"}, {ERR_UNAVAILABLE, "unavailable"}, {ERR_IO, "io"},
-        {ERR_NOMEM, "nomem"},     {ERR_INTERNAL, "internal"},
+        {ERR_NOMEM, "nomem"},     {ERR_INTERNAL, "internal"},       {ERR_CANCELLED, "cancelled"},
     };
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
