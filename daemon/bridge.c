@@ -649,6 +649,29 @@ nomem:
     return -1;
 }
 
+bool bridge_cancel(struct bridge *b, const char *id)
+{
+    struct cmd *c;
+
+    pthread_mutex_lock(&b->mu);
+    for (c = b->head; c; c = c->next)
+        if (c->state != CMD_DONE && strcmp(c->id, id) == 0)
+            break;
+    if (c) {
+        b->depth--;
+        if (c->state == CMD_SENT)
+            finish_error(c, ERR_CANCELLED,
+                         "cancelled after %s was sent to Studio; it may have been applied — read "
+                         "back before repeating",
+                         c->tool);
+        else
+            finish_error(c, ERR_CANCELLED,
+                         "cancelled before Studio took %s; nothing was sent to Studio", c->tool);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return c != NULL;
+}
+
 /* ---- instances ---- */
 
 int bridge_disconnect(struct bridge *b, const char *instance)

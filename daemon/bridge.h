@@ -117,7 +117,8 @@ struct bridge_reply {
     bool ok;                /* the plugin answered ok:true */
     bool is_json;           /* ok: data is JSON text (else plain text) */
     enum errinfo_kind kind; /* !ok: ERR_INVALID for the plugin's own failure, ERR_TIMEOUT,
-                               ERR_UNAVAILABLE (not connected, gone, queue full, shutdown) */
+                               ERR_UNAVAILABLE (not connected, gone, queue full, shutdown),
+                               ERR_CANCELLED (bridge_cancel) */
     char *data;             /* owned, NUL-terminated: the result, or the error message */
     size_t len;
 };
@@ -131,6 +132,12 @@ void bridge_reply_cleanup(struct bridge_reply *r); /* safe on a zeroed struct */
  * error message, uncut) and returns 0 when out->ok, else -1. Blocks the calling thread. */
 int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON *args,
                 struct bridge_reply *out);
+
+/* Cancels the waiting call whose id is id: a command still queued is dropped (no poll will get
+ * it), a command already sent is abandoned (its late answer is ignored), and bridge_call returns
+ * at once with ERR_CANCELLED and a message saying which of the two happened. Returns false when
+ * no call with that id is waiting. */
+bool bridge_cancel(struct bridge *b, const char *id);
 
 /* Forgets the instance at once and fails its unanswered commands. Returns how many commands
  * failed, or -1 when the instance was not known. */

@@ -317,6 +317,8 @@ static const char *kill_reason(const struct exec_outcome *o)
         return "output limit (it kept printing far past the limit)";
     if (o->timed_out)
         return NULL; /* "[timed out ...]" says it */
+    if (o->cancelled)
+        return "the call was cancelled";
     if (o->killed)
         return "stopped by kill or by the daemon stopping";
     if (sig && strcmp(sig, "SIGXCPU") == 0)

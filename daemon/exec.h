@@ -99,6 +99,7 @@ struct exec_outcome {
     size_t out_len, err_len;
     uint64_t out_dropped, err_dropped; /* bytes over the limit that were dropped */
     bool memory_limit;                 /* the memory limit killed it (cgroup OOM) */
+    bool cancelled;                    /* its caller cancelled the call (proc_cancel) */
 };
 
 /* The signal that ended the command, as "SIGKILL" etc., or NULL (a normal exit, or a status

@@ -112,20 +112,21 @@ static void stream_flush(struct proc *p, struct job *j, int idx)
     j->s[idx].line_len = 0;
 }
 
-static void keep_tail(struct job *j, const char *data, size_t n)
+/* Keeps the last cap bytes of everything appended to buf (*len bytes used). */
+static void keep_last(char *buf, size_t cap, size_t *len, const char *data, size_t n)
 {
-    if (n >= PROC_TAIL) {
-        memcpy(j->tail, data + n - PROC_TAIL, PROC_TAIL);
-        j->tail_len = PROC_TAIL;
+    if (n >= cap) {
+        memcpy(buf, data + n - cap, cap);
+        *len = cap;
         return;
     }
-    if (j->tail_len + n > PROC_TAIL) {
-        size_t drop = j->tail_len + n - PROC_TAIL;
-        memmove(j->tail, j->tail + drop, j->tail_len - drop);
-        j->tail_len -= drop;
+    if (*len + n > cap) {
+        size_t drop = *len + n - cap;
+        memmove(buf, buf + drop, *len - drop);
+        *len -= drop;
     }
-    memcpy(j->tail + j->tail_len, data, n);
-    j->tail_len += n;
+    memcpy(buf + *len, data, n);
+    *len += n;
 }
 
 /* Keeps what fits under the output limit (foreground runs), drops the rest, and stops a run that
@@ -171,7 +172,8 @@ static bool stream_read(struct proc *p, struct job *j, int idx)
         if (!j->background)
             stream_keep(p, j, idx, buf, (size_t)n);
         if (idx == 1)
-            keep_tail(j, buf, (size_t)n);
+            keep_last(j->tail, sizeof(j->tail), &j->tail_len, buf, (size_t)n);
+        keep_last(j->recent, sizeof(j->recent), &j->recent_len, buf, (size_t)n);
         stream_lines(p, j, idx, buf, (size_t)n, now);
     }
     return true;
@@ -789,6 +791,77 @@ void proc_result_cleanup(struct proc_result *r)
     memset(r, 0, sizeof(*r));
 }
 
+/* Stops j because its caller cancelled (lock held): a queued run is finished without starting,
+ * a running one is killed. */
+static void cancel_job(struct proc *p, struct job *j)
+{
+    if (j->done || j->cancelled)
+        return;
+    j->cancelled = true;
+    j->killed = true;
+    if (j->state == JOB_QUEUED) {
+        p->queued--;
+        j->state = JOB_KILLED;
+        j->exit_code = -1;
+        j->done = true;
+        pthread_cond_broadcast(&p->cond);
+        return;
+    }
+    if (j->state == JOB_RUNNING)
+        proc_kill_job(j);
+    proc_wake(p);
+}
+
+/* The latest complete lines of j's output into buf (lock held). */
+static void recent_lines(const struct job *j, char *buf, size_t size)
+{
+    const char *t = j->recent, *end = j->recent + j->recent_len;
+    const char *nl;
+    size_t n;
+
+    /* Start after the first newline when the start was cut, and end at the last one. */
+    if (j->recent_len == sizeof(j->recent)) {
+        nl = memchr(t, '\n', j->recent_len);
+        if (nl)
+            t = nl + 1;
+    }
+    while (end > t && end[-1] != '\n')
+        end--;
+    n = (size_t)(end - t);
+    if (n >= size)
+        n = size - 1;
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+}
+
+/* Waits until j is done (lock held), reporting progress about once a second when r asks. */
+static void wait_run(struct proc *p, struct job *j, const struct proc_request *r)
+{
+    char recent[PROC_RECENT_MAX + 1];
+    int64_t next = proc_mono_ms() + 1000;
+
+    while (!j->done) {
+        struct timespec until;
+        int64_t now;
+
+        if (!r->progress) {
+            pthread_cond_wait(&p->cond, &p->lock);
+            continue;
+        }
+        until.tv_sec = (time_t)(next / 1000);
+        until.tv_nsec = (long)(next % 1000) * 1000000L;
+        pthread_cond_timedwait(&p->cond, &p->lock, &until);
+        now = proc_mono_ms();
+        if (j->done || now < next)
+            continue;
+        next = now + 1000;
+        recent_lines(j, recent, sizeof(recent));
+        pthread_mutex_unlock(&p->lock);
+        r->progress(r->progress_ctx, j->start_mono ? now - j->start_mono : 0, recent);
+        pthread_mutex_lock(&p->lock);
+    }
+}
+
 /* Moves j's outcome into out (under the lock). */
 static void collect(struct job *j, struct proc_result *out)
 {
@@ -804,6 +877,7 @@ static void collect(struct job *j, struct proc_result *out)
         .killed = j->killed,
         .output_limit = j->output_limit,
         .memory_limit = j->memory_limit,
+        .cancelled = j->cancelled,
         .out = out->out,
         .err = out->err,
         .out_len = j->s[0].len,
@@ -833,8 +907,12 @@ int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *o
         free_job(j);
         return -1;
     }
-    while (!j->done)
-        pthread_cond_wait(&p->cond, &p->lock);
+    if (r->ticket) {
+        r->ticket->id = j->id;
+        if (r->ticket->cancelled)
+            cancel_job(p, j);
+    }
+    wait_run(p, j, r);
     if (j->spawn_err.kind != ERR_NONE) {
         *err = j->spawn_err;
     } else {
@@ -845,6 +923,19 @@ int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *o
     pthread_cond_broadcast(&p->cond); /* proc_free may wait for this */
     pthread_mutex_unlock(&p->lock);
     return rc;
+}
+
+void proc_cancel(struct proc *p, struct proc_ticket *t)
+{
+    pthread_mutex_lock(&p->lock);
+    t->cancelled = true;
+    if (t->id) {
+        struct job *j = proc_find_job(p, t->id);
+
+        if (j)
+            cancel_job(p, j);
+    }
+    pthread_mutex_unlock(&p->lock);
 }
 
 int proc_start(struct proc *p, const struct proc_request *r, uint64_t *pid, struct errinfo *err)

@@ -66,6 +66,15 @@ const struct exec_limits *proc_limits(const struct proc *p);
  * "limits":{...}} for /health ("memory" and "procs": "cgroup" or "rlimit"). Owned or NULL. */
 cJSON *proc_sandbox_json(struct proc *p);
 
+/* A foreground run's handle, for cancelling it from another thread (proc_cancel). Storage is the
+ * caller's: zero it before proc_run. The fields are private (guarded by the proc lock). */
+struct proc_ticket {
+    uint64_t id;    /* private: the run's registry id once it was submitted, else 0 */
+    bool cancelled; /* private */
+};
+
+#define PROC_RECENT_MAX 512 /* bytes of the latest output lines a progress report carries */
+
 struct proc_request {
     const char *command;        /* borrowed */
     const char *cwd;            /* normalized workspace path (the caller checked it is a dir) */
@@ -74,6 +83,13 @@ struct proc_request {
     size_t nenv;
     const char *stdin_data; /* borrowed; NULL = /dev/null */
     size_t stdin_len;
+    /* Foreground runs only, both optional. ticket: lets proc_cancel() stop this run. progress:
+     * called about once a second while the run goes on, on proc_run's thread with no lock held,
+     * with the time since it started and its latest output lines (both streams, complete lines,
+     * at most PROC_RECENT_MAX bytes, NUL-terminated; "" before any). */
+    struct proc_ticket *ticket;
+    void (*progress)(void *ctx, int64_t elapsed_ms, const char *recent);
+    void *progress_ctx;
 };
 
 /* The end of a foreground run: o's strings point into the owned buffers. */
@@ -88,6 +104,12 @@ void proc_result_cleanup(struct proc_result *r); /* safe on a zeroed struct */
  * run: ERR_UNAVAILABLE (no sandbox, too many waiting, the daemon stopping) or ERR_IO. */
 int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *out,
              struct errinfo *err);
+
+/* Stops the foreground run of ticket t: a run still waiting for a slot never starts, a running
+ * one is killed at once as by SIGKILL, and proc_run returns its outcome marked cancelled. Does
+ * not wait. Safe before the run was submitted (it is stopped as soon as it is) and after it
+ * ended (then it does nothing). */
+void proc_cancel(struct proc *p, struct proc_ticket *t);
 
 /* Starts a background command and returns at once with its registry id. Refused with
  * ERR_UNAVAILABLE when background_max of them already run. */

@@ -51,12 +51,14 @@ struct job {
     struct proc_stream s[2]; /* stdout, stderr */
     char tail[PROC_TAIL];
     size_t tail_len;
+    char recent[PROC_RECENT_MAX]; /* the latest output of both streams, for progress reports */
+    size_t recent_len;
     int64_t started_ms;                    /* wall clock, ms since the epoch */
     int64_t start_mono, deadline, kill_at; /* monotonic ms; 0 = none */
     uint32_t timeout_ms;
     int exit_code;
     int64_t duration_ms;
-    bool timed_out, killed, output_limit, memory_limit;
+    bool timed_out, killed, output_limit, memory_limit, cancelled;
     uint32_t console_tokens;   /* lines the console may take now (see PROC_CONSOLE_BURST) */
     int64_t console_refill_ms; /* monotonic ms the bucket was last refilled */
     uint64_t console_dropped;  /* lines left out since the last note */
@@ -114,6 +116,9 @@ void proc_kill_sandbox(pid_t bwrap);
 /* proc_spawn.c: fills p's sandbox facts (bwrap path and version, mount point, system dirs) and
  * sets available/why for everything that can be checked without running anything. */
 void proc_probe_host(struct proc *p, const char *bwrap);
+
+/* proc_registry.c: the job with this registry id, or NULL (lock held). */
+struct job *proc_find_job(struct proc *p, uint64_t id);
 
 /* proc.c: wakes the supervisor (to start queued jobs, recompute deadlines). Any thread. */
 void proc_wake(struct proc *p);

@@ -80,7 +80,7 @@ cJSON *proc_list_json(struct proc *p)
     return NULL;
 }
 
-static struct job *find(struct proc *p, uint64_t id)
+struct job *proc_find_job(struct proc *p, uint64_t id)
 {
     for (struct job *j = p->jobs; j; j = j->next)
         if (j->id == id)
@@ -108,7 +108,7 @@ int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct 
     int64_t deadline = proc_mono_ms() + PROC_KILL_WAIT_MS_INT;
 
     pthread_mutex_lock(&p->lock);
-    j = find(p, pid);
+    j = proc_find_job(p, pid);
     if (!j) {
         pthread_mutex_unlock(&p->lock);
         errinfo_set(err, ERR_NOT_FOUND,
