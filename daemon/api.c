@@ -10,6 +10,7 @@
 #include "api_bridge.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +27,9 @@
 
 #include <civetweb.h>
 
+#include "call.h"
 #include "catalog.h"
+#include "connwatch.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -50,10 +53,9 @@ struct api {
     const struct catalog *cat;
     char *tools_json; /* owned: {"tools":[...]} */
     size_t tools_len;
-    char id_prefix[32];
-    bool lib_ready; /* mg_init_library was called */
-    atomic_uint_fast64_t next_id;
-    atomic_int long_calls; /* calls in flight that may hold their worker long */
+    bool lib_ready;             /* mg_init_library was called */
+    struct call_service *calls; /* borrowed: every tool call goes through it */
+    struct connwatch *watch;    /* owned: cancels long calls whose client went away */
 };
 
 /* ---- responses ---- */
@@ -192,6 +194,20 @@ static int put_sandbox_status(struct api *a, struct jsonbuf *b)
                         NULL);
 }
 
+/* ,"calls":{...}: the call service's budget table (call.h). */
+static int put_calls_status(struct api *a, struct jsonbuf *b)
+{
+    cJSON *j = call_service_budget_json(a->calls);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    int rc;
+
+    cJSON_Delete(j);
+    rc = jsonbuf_puts(b, ",\"calls\":", NULL);
+    rc |= jsonbuf_puts(b, text ? text : "null", NULL);
+    free(text);
+    return rc;
+}
+
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
@@ -212,6 +228,7 @@ static int handle_health(struct api *a, struct mg_connection *conn)
     rc |= put_sandbox_status(a, &b);
     rc |= jsonbuf_put(&b, ",\"studio\":", 10, NULL);
     rc |= put_studio_status(a, &b);
+    rc |= put_calls_status(a, &b);
     rc |= jsonbuf_put(&b, "}", 1, NULL);
     if (rc)
         n = send_error(conn, 503, "out of memory");
@@ -315,9 +332,10 @@ static int parse_args(struct mg_connection *conn, const char *body, size_t len, 
     return 0;
 }
 
-/* Sends {"ok":true,"id":id,"result":...} or {"ok":false,"id":id,"error":...}. */
+/* Sends {"ok":true,"id":id,"result":...[,"structured":...]} (res), or
+ * {"ok":false,"id":id,"error":error[,"timeout":true]}. */
 static int send_tool_answer(struct mg_connection *conn, const char *id,
-                            const struct tools_result *res, const struct errinfo *terr)
+                            const struct tools_result *res, const char *error, bool timeout)
 {
     struct jsonbuf b;
     struct errinfo err = {0};
@@ -341,7 +359,9 @@ static int send_tool_answer(struct mg_connection *conn, const char *id,
         }
     } else {
         rc |= jsonbuf_put(&b, "\",\"error\":", 10, &err);
-        rc |= jsonbuf_put_json_string(&b, terr->msg, strlen(terr->msg), &err);
+        rc |= jsonbuf_put_json_string(&b, error, strlen(error), &err);
+        if (timeout)
+            rc |= jsonbuf_put(&b, ",\"timeout\":true", 15, &err);
     }
     rc |= jsonbuf_put(&b, "}", 1, &err);
     if (rc)
@@ -354,69 +374,58 @@ fail:
     return send_errinfo(conn, &err);
 }
 
-/* exec (a foreground run, or one waiting for a slot), kill (waits for the end) and the Studio
- * tools (wait for the plugin) may hold their worker for up to ~2 minutes. They share
- * API_LONG_CALLS workers, so that the rest always serve /health, the plugin's polls and the
- * quick tools, however many such calls a client sends. */
-static bool may_wait_long(const struct catalog_tool *tool, const char *name)
+static void cancel_call_cb(void *arg)
 {
-    return catalog_tool_route(tool) == CATALOG_ROUTE_STUDIO || strcmp(name, "exec") == 0 ||
-           strcmp(name, "kill") == 0;
+    call_cancel(arg);
 }
 
-static int call_tool(struct api *a, struct mg_connection *conn, const char *id, const char *name,
-                     cJSON *args)
+/* Cancels c when the client closes the connection while it runs. Only calls that draw from a
+ * budget are watched: they are the ones that may run long, and finding the socket costs a scan
+ * of the open descriptors. Returns the watch entry, or -1 when not watched. */
+static int watch_client(struct api *a, struct mg_connection *conn, struct call *c)
 {
-    const struct tools_ctx *ctx = a->tools;
-    struct tools_result res = {0};
-    struct errinfo terr = {0};
-    int status;
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    int fd;
 
-    if (tools_call(ctx, name, args, &res, &terr) < 0) {
-        log_debug("api: call %s %s failed: %s", id, name, terr.msg);
-        status = send_tool_answer(conn, id, NULL, &terr);
-    } else {
-        status = send_tool_answer(conn, id, &res, NULL);
+    if (catalog_tool_budget(call_tool(c)) == CATALOG_BUDGET_NONE)
+        return -1;
+    fd = connwatch_find_socket(ri->remote_addr, ri->remote_port, ri->server_port);
+    if (fd < 0) {
+        log_debug("api: call %s: the client's socket was not found; it is not watched", call_id(c));
+        return -1;
     }
-    tools_result_cleanup(&res);
-    return status;
+    return connwatch_add(a->watch, fd, cancel_call_cb, c, NULL);
 }
 
+/* Runs one tool call through the call service and answers it. */
 static int run_tool(struct api *a, struct mg_connection *conn, const char *name, cJSON *args)
 {
-    const struct catalog_tool *tool = catalog_find(a->cat, name);
     struct schema_report rep;
-    struct errinfo busy = {0};
-    char id[48], msg[SCHEMA_MSG_MAX + 200];
-    bool long_call;
-    int status;
+    struct errinfo err = {0};
+    struct tools_result res = {0};
+    struct call *c = call_begin(a->calls, name, args, 0, &rep, &err);
+    char id[48];
+    int watch, status;
 
-    if (!tool) {
-        snprintf(msg, sizeof(msg), "unknown tool: %.128s; GET /tools lists the tools", name);
-        return send_error(conn, 404, msg);
+    if (!c) {
+        if (err.kind == ERR_NOT_FOUND)
+            return send_error(conn, 404, err.msg);
+        if (err.kind == ERR_INVALID)
+            return send_error_ex(conn, 400, err.msg, &rep, NULL, NULL);
+        call_service_mint_id(a->calls, id, sizeof(id)); /* busy: a tool answer, with an id */
+        return send_tool_answer(conn, id, NULL, err.msg, false);
     }
-    if (schema_validate(catalog_tool_input_schema(tool), args, "arguments", &rep) < 0) {
-        snprintf(msg, sizeof(msg), "invalid arguments for %s: %s", name,
-                 rep.count ? rep.msgs[0] : "rejected by the schema");
-        return send_error_ex(conn, 400, msg, &rep, NULL, NULL);
+    watch = watch_client(a, conn, c);
+    if (call_run(c, &res, &err) < 0) {
+        log_debug("api: call %s %s failed: %s", call_id(c), name, err.msg);
+        status = send_tool_answer(conn, call_id(c), NULL, res.data ? res.data : err.msg,
+                                  err.kind == ERR_TIMEOUT);
+    } else {
+        status = send_tool_answer(conn, call_id(c), &res, NULL, false);
     }
-    snprintf(id, sizeof(id), "%s-%" PRIuFAST64, a->id_prefix,
-             atomic_fetch_add_explicit(&a->next_id, 1, memory_order_relaxed));
-    long_call = may_wait_long(tool, name);
-    if (long_call && atomic_fetch_add(&a->long_calls, 1) >= API_LONG_CALLS) {
-        atomic_fetch_sub(&a->long_calls, 1);
-        errinfo_set(&busy, ERR_UNAVAILABLE,
-                    "runboxd is busy: %d calls that can take long (exec, kill, Studio tools) are "
-                    "in progress, the most it serves at once; try again when some have finished",
-                    API_LONG_CALLS);
-        return send_tool_answer(conn, id, NULL, &busy);
-    }
-    if (catalog_tool_route(tool) == CATALOG_ROUTE_STUDIO)
-        status = api_bridge_call(a->tools, conn, id, name, args);
-    else
-        status = call_tool(a, conn, id, name, args);
-    if (long_call)
-        atomic_fetch_sub(&a->long_calls, 1);
+    connwatch_remove(a->watch, watch);
+    tools_result_cleanup(&res);
+    call_end(c);
     return status;
 }
 
@@ -767,15 +776,16 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
     a->fsync = opt->fsync;
     a->allow_network = opt->allow_network;
     a->tools = opt->tools;
+    assert(opt->calls); /* every tool call goes through the call service */
     a->cat = catalog_builtin();
-    /* Call ids: unique across restarts (start time) and within a run (the counter). */
-    snprintf(a->id_prefix, sizeof(a->id_prefix), "c%lx%x", (unsigned long)time(NULL),
-             (unsigned)getpid() & 0xffff);
-    atomic_init(&a->next_id, 1);
+    a->calls = opt->calls;
     if (!a->workspace || (opt->token && !a->token)) {
         errinfo_set(err, ERR_NOMEM, "out of memory");
         goto fail;
     }
+    a->watch = connwatch_new(err);
+    if (!a->watch)
+        goto fail;
     if (build_tools_json(a, err) < 0)
         goto fail;
     if (opt->port != 0 && probe_port(a->bind, opt->port, err) < 0)
@@ -803,6 +813,7 @@ void api_stop(struct api *a)
         stop_civetweb(a);
     if (a->lib_ready)
         mg_exit_library();
+    connwatch_free(a->watch);
     if (a->token)
         memset(a->token, 0, strlen(a->token));
     free(a->token);

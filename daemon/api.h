@@ -20,10 +20,10 @@
 #include "errinfo.h"
 
 struct tools_ctx;
+struct call_service;
 
 #define API_BODY_MAX     (32u << 20) /* request body limit: 32 MiB */
 #define API_THREADS      32          /* civetweb workers; a keep-alive connection keeps one */
-#define API_LONG_CALLS   24          /* of them, the most that calls which may wait long may hold */
 #define API_KEEPALIVE_MS 2000        /* idle keep-alive connections are closed after this */
 
 struct api_options {
@@ -34,6 +34,7 @@ struct api_options {
     bool fsync;                    /* shown in /health */
     bool allow_network;            /* shown in /health */
     const struct tools_ctx *tools; /* the daemon's services; borrowed, must outlive the api */
+    struct call_service *calls;    /* the call service every tool call goes through; borrowed */
 };
 
 struct api; /* opaque */

@@ -28,9 +28,4 @@ bool api_bridge_is_path(const char *path);
 int api_bridge_handle(const struct tools_ctx *ctx, struct mg_connection *conn, const char *method,
                       const char *path);
 
-/* Runs a Studio tool: queues it for the plugin, waits, and answers {"ok":true,"id","result"} or
- * {"ok":false,"id","error"[,"timeout":true]}. args are validated (borrowed). Returns the status. */
-int api_bridge_call(const struct tools_ctx *ctx, struct mg_connection *conn, const char *id,
-                    const char *tool, const cJSON *args);
-
 #endif /* DAEMON_API_BRIDGE_H */

@@ -17,7 +17,7 @@ static const struct {
 } status_table[] = {
     {ERR_INVALID, 400},   {ERR_NOT_FOUND, 404}, {ERR_EXISTS, 409},      {ERR_DENIED, 403},
     {ERR_TOO_LARGE, 413}, {ERR_TIMEOUT, 504},   {ERR_UNAVAILABLE, 503}, {ERR_IO, 500},
-    {ERR_NOMEM, 503},     {ERR_INTERNAL, 500},  {ERR_NONE, 500},
+    {ERR_NOMEM, 503},     {ERR_INTERNAL, 500},  {ERR_CANCELLED, 499},   {ERR_NONE, 500},
 };
 
 int api_status_for(enum errinfo_kind kind)

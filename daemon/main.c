@@ -17,6 +17,8 @@
 
 #include "api.h"
 #include "bridge.h"
+#include "call.h"
+#include "catalog.h"
 #include "cgroup.h"
 #include "config.h"
 #include "console.h"
@@ -122,14 +124,17 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
         .allow_network = cfg->allow_network,
         .tools = &tools,
     };
+    struct call_service_options copt = {.cat = catalog_builtin(), .tools = &tools};
     struct errinfo err = {0};
     struct api *a = NULL;
     int sig = 0;
 
     /* The exec engine's supervisor thread starts here, after root was dropped. */
     tools.proc = start_exec(cfg, v, console, cg, &err);
-    a = tools.proc ? api_start(&opt, &err) : NULL;
+    opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
+    a = opt.calls ? api_start(&opt, &err) : NULL;
     if (!a) {
+        call_service_free(opt.calls);
         proc_free(tools.proc);
         bridge_free(tools.bridge);
         return fail(1, &err);
@@ -151,6 +156,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     bridge_shutdown(tools.bridge); /* parked polls and waiting calls end now, not in 15 s */
     proc_shutdown(tools.proc);     /* every sandbox is killed; running execs answer now */
     api_stop(a);
+    call_service_free(opt.calls);
     proc_free(tools.proc);
     bridge_free(tools.bridge);
     return 0;

@@ -40,7 +40,7 @@ bool tools_has(const char *name)
     return find(name) != NULL;
 }
 
-int tools_call(const struct tools_ctx *ctx, const char *name, const cJSON *args,
+int tools_call(const struct tools_ctx *ctx, struct call *call, const char *name, const cJSON *args,
                struct tools_result *out, struct errinfo *err)
 {
     tools_fn fn = find(name);
@@ -50,7 +50,7 @@ int tools_call(const struct tools_ctx *ctx, const char *name, const cJSON *args,
         errinfo_set(err, ERR_NOT_FOUND, "tool %.128s is not available in this daemon", name);
         return -1;
     }
-    if (fn(ctx, args, out, err) < 0) {
+    if (fn(ctx, call, args, out, err) < 0) {
         tools_result_cleanup(out);
         return -1;
     }

@@ -2,7 +2,8 @@
  * catalog name to a handler.
  *
  * A handler receives arguments that already passed schema_validate() against the tool's
- * catalog schema (types, required, enums, ranges are known good), applies the schema's
+ * catalog schema (types, required, enums, ranges are known good) and its call (call.h), whose
+ * cancel token a long handler obeys and whose progress it reports; it applies the schema's
  * defaults for what is missing, and produces either a result (text, or serialized JSON) or a
  * tool failure in err, which the HTTP layer answers as 200 {"ok":false,"error":...}.
  * Thread-safety: any thread; handlers share only the vfs (itself any-thread). */
@@ -20,6 +21,7 @@ struct vfs;
 struct console;
 struct proc;
 struct bridge;
+struct call;
 
 /* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
  * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
@@ -41,55 +43,57 @@ struct tools_result {
 
 void tools_result_cleanup(struct tools_result *r); /* safe on a zeroed struct */
 
-typedef int (*tools_fn)(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                        struct errinfo *err);
+typedef int (*tools_fn)(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                        struct tools_result *out, struct errinfo *err);
 
 /* True when the daemon has a handler for this tool name. */
 bool tools_has(const char *name);
 
-/* Runs the tool. args is the validated arguments object (borrowed). Returns 0 with *out filled,
- * or -1 with err set (the tool failed; *out is left empty). An unknown name is ERR_NOT_FOUND. */
-int tools_call(const struct tools_ctx *ctx, const char *name, const cJSON *args,
+/* Runs the tool. call is the call service's call (call.h: cancel token, progress), or NULL when
+ * the tool runs outside it (unit tests); args is the validated arguments object (borrowed).
+ * Returns 0 with *out filled, or -1 with err set (the tool failed; *out is left empty). An
+ * unknown name is ERR_NOT_FOUND. */
+int tools_call(const struct tools_ctx *ctx, struct call *call, const char *name, const cJSON *args,
                struct tools_result *out, struct errinfo *err);
 
 /* ---- for tools_workspace.c and the unit test ---- */
 
 /* The workspace tool handlers (tools_workspace.c). */
-int tools_read_file(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                    struct errinfo *err);
-int tools_write_file(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                     struct errinfo *err);
-int tools_list_dir(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                   struct errinfo *err);
-int tools_remove(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                 struct errinfo *err);
-int tools_search(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                 struct errinfo *err);
+int tools_read_file(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                    struct tools_result *out, struct errinfo *err);
+int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                     struct tools_result *out, struct errinfo *err);
+int tools_list_dir(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                   struct tools_result *out, struct errinfo *err);
+int tools_remove(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                 struct tools_result *out, struct errinfo *err);
+int tools_search(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                 struct tools_result *out, struct errinfo *err);
 
 /* The exec tool handlers (tools_exec.c). */
-int tools_exec(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-               struct errinfo *err);
-int tools_process_list(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                       struct errinfo *err);
-int tools_kill(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-               struct errinfo *err);
+int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+               struct tools_result *out, struct errinfo *err);
+int tools_process_list(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                       struct tools_result *out, struct errinfo *err);
+int tools_kill(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+               struct tools_result *out, struct errinfo *err);
 
 /* Pure. The workspace as commands see it is /workspace: "/workspace" and "/workspace/x" name
  * "/" and "/x". Returns path itself, a pointer into it, or a static "/" (tools_exec.c). */
 const char *tools_workspace_alias(const char *path);
 
 /* The console tool handler (tools_console.c). */
-int tools_console_logs(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                       struct errinfo *err);
+int tools_console_logs(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                       struct tools_result *out, struct errinfo *err);
 
 /* The Studio tools the daemon answers itself (tools_studio.c). */
-int tools_list_studios(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                       struct errinfo *err);
-int tools_set_active_studio(const struct tools_ctx *ctx, const cJSON *args,
+int tools_list_studios(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                       struct tools_result *out, struct errinfo *err);
+int tools_set_active_studio(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                             struct tools_result *out, struct errinfo *err);
-int tools_get_console_output(const struct tools_ctx *ctx, const cJSON *args,
+int tools_get_console_output(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                              struct tools_result *out, struct errinfo *err);
-int tools_clear_console_output(const struct tools_ctx *ctx, const cJSON *args,
+int tools_clear_console_output(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                                struct tools_result *out, struct errinfo *err);
 
 /* Pure. Base64 (RFC 4648, padding optional, whitespace ignored) into an owned buffer

@@ -7,8 +7,8 @@
 
 #include "console.h"
 
-int tools_console_logs(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                       struct errinfo *err)
+int tools_console_logs(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                       struct tools_result *out, struct errinfo *err)
 {
     const cJSON *level = cJSON_GetObjectItemCaseSensitive(args, "level");
     const cJSON *source = cJSON_GetObjectItemCaseSensitive(args, "source");
@@ -17,6 +17,7 @@ int tools_console_logs(const struct tools_ctx *ctx, const cJSON *args, struct to
     struct console_query q = {.level = -1, .source = -1, .limit = 100};
     cJSON *res;
 
+    (void)call;
     if (!ctx->console) {
         errinfo_set(err, ERR_UNAVAILABLE, "the console is not running in this daemon");
         return -1;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "exec.h"
 #include "proc.h"
 #include "vfs.h"
@@ -128,8 +129,57 @@ static int run_background(const struct tools_ctx *ctx, const struct proc_request
     return set_result(out, text, strlen(text), j, err);
 }
 
-int tools_exec(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-               struct errinfo *err)
+/* What a foreground run needs to be cancelled and to report progress while it goes on. */
+struct exec_watch {
+    struct proc *proc;
+    struct proc_ticket ticket;
+    struct call *call;
+};
+
+static void exec_cancel_hook(void *arg)
+{
+    struct exec_watch *w = arg;
+
+    proc_cancel(w->proc, &w->ticket);
+}
+
+/* About once a second: "running for N s" and the latest output lines. */
+static void exec_progress(void *ctx, int64_t elapsed_ms, const char *recent)
+{
+    struct exec_watch *w = ctx;
+    char msg[PROC_RECENT_MAX + 64];
+
+    snprintf(msg, sizeof(msg), "running for %" PRId64 " s%s%s", elapsed_ms / 1000,
+             recent[0] ? "; latest output:\n" : "", recent);
+    call_progress(w->call, (double)elapsed_ms / 1000.0, 0, msg);
+}
+
+/* A foreground run that the call's cancellation kills and whose progress the call reports. */
+static int run_foreground(const struct tools_ctx *ctx, struct call *call, struct proc_request *r,
+                          struct proc_result *res, struct errinfo *err)
+{
+    struct exec_watch w = {.proc = ctx->proc, .call = call};
+    int rc;
+
+    r->ticket = &w.ticket;
+    if (call_wants_progress(call)) {
+        r->progress = exec_progress;
+        r->progress_ctx = &w;
+    }
+    call_on_cancel(call, exec_cancel_hook, &w);
+    rc = proc_run(ctx->proc, r, res, err);
+    call_off_cancel(call);
+    if (rc == 0 && res->o.cancelled) {
+        errinfo_set(err, ERR_CANCELLED, "exec was cancelled; process %" PRIu64 " was killed",
+                    res->o.pid);
+        proc_result_cleanup(res);
+        return -1;
+    }
+    return rc;
+}
+
+int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+               struct tools_result *out, struct errinfo *err)
 {
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(args, "command");
     const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(args, "cwd");
@@ -171,7 +221,7 @@ int tools_exec(const struct tools_ctx *ctx, const cJSON *args, struct tools_resu
     }
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "background")))
         return run_background(ctx, &r, out, err);
-    if (proc_run(ctx->proc, &r, &res, err) < 0)
+    if (run_foreground(ctx, call, &r, &res, err) < 0)
         return -1;
     text = exec_format_text(&res.o, &len);
     if (set_result(out, text, len, exec_outcome_json(&res.o), err) < 0) {
@@ -182,12 +232,13 @@ int tools_exec(const struct tools_ctx *ctx, const cJSON *args, struct tools_resu
     return 0;
 }
 
-int tools_process_list(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                       struct errinfo *err)
+int tools_process_list(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                       struct tools_result *out, struct errinfo *err)
 {
     cJSON *list;
     char *js;
 
+    (void)call;
     (void)args;
     if (need_proc(ctx, err) < 0)
         return -1;
@@ -204,8 +255,8 @@ int tools_process_list(const struct tools_ctx *ctx, const cJSON *args, struct to
     return 0;
 }
 
-int tools_kill(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-               struct errinfo *err)
+int tools_kill(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+               struct tools_result *out, struct errinfo *err)
 {
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(args, "pid");
     const cJSON *sig = cJSON_GetObjectItemCaseSensitive(args, "signal");
@@ -215,6 +266,7 @@ int tools_kill(const struct tools_ctx *ctx, const cJSON *args, struct tools_resu
     cJSON *j;
     char *js;
 
+    (void)call;
     if (need_proc(ctx, err) < 0)
         return -1;
     if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || signo < 0) {

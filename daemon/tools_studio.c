@@ -43,20 +43,22 @@ static int need_console(const struct tools_ctx *ctx, struct errinfo *err)
     return -1;
 }
 
-int tools_list_studios(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                       struct errinfo *err)
+int tools_list_studios(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                       struct tools_result *out, struct errinfo *err)
 {
+    (void)call;
     (void)args;
     if (need_bridge(ctx, err) < 0)
         return -1;
     return json_result(bridge_status_json(ctx->bridge), out, err);
 }
 
-int tools_set_active_studio(const struct tools_ctx *ctx, const cJSON *args,
+int tools_set_active_studio(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                             struct tools_result *out, struct errinfo *err)
 {
     const cJSON *inst = cJSON_GetObjectItemCaseSensitive(args, "instance");
 
+    (void)call;
     if (need_bridge(ctx, err) < 0)
         return -1;
     if (!cJSON_IsString(inst)) {
@@ -94,13 +96,14 @@ static void cut_extra(cJSON *res, size_t limit, bool after_since)
     cJSON_AddBoolToObject(res, "truncated", cut);
 }
 
-int tools_get_console_output(const struct tools_ctx *ctx, const cJSON *args,
+int tools_get_console_output(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                              struct tools_result *out, struct errinfo *err)
 {
     struct console_query q = {.level = -1, .source = CONSOLE_SRC_STUDIO};
     size_t limit;
     cJSON *res;
 
+    (void)call;
     if (need_console(ctx, err) < 0)
         return -1;
     q.since_id = uint_arg(args, "since_id", 0);
@@ -114,12 +117,13 @@ int tools_get_console_output(const struct tools_ctx *ctx, const cJSON *args,
     return json_result(res, out, err);
 }
 
-int tools_clear_console_output(const struct tools_ctx *ctx, const cJSON *args,
+int tools_clear_console_output(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                                struct tools_result *out, struct errinfo *err)
 {
     cJSON *j;
     size_t n;
 
+    (void)call;
     (void)args;
     if (need_console(ctx, err) < 0)
         return -1;

@@ -246,8 +246,8 @@ static int read_text(const char *path, const struct vfs_data *d, struct tools_re
     return set_text(out, d->data + start, end - start, note, (size_t)(nl > 0 ? nl : 0), err);
 }
 
-int tools_read_file(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                    struct errinfo *err)
+int tools_read_file(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                    struct tools_result *out, struct errinfo *err)
 {
     const char *path = tools_workspace_alias(arg_str(args, "path", ""));
     uint64_t offset = arg_u64(args, "offset", 0);
@@ -255,6 +255,7 @@ int tools_read_file(const struct tools_ctx *ctx, const cJSON *args, struct tools
     struct vfs_data d = {0};
     int rc = -1;
 
+    (void)call;
     if (length > SIZE_MAX)
         length = 0;
     if (vfs_read(ctx->vfs, path, offset, (size_t)length, &d, err) < 0)
@@ -270,8 +271,8 @@ out:
 
 /* ---- write_file ---- */
 
-int tools_write_file(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                     struct errinfo *err)
+int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                     struct tools_result *out, struct errinfo *err)
 {
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(args, "content");
     const char *path = tools_workspace_alias(arg_str(args, "path", ""));
@@ -283,6 +284,7 @@ int tools_write_file(const struct tools_ctx *ctx, const cJSON *args, struct tool
     cJSON *res = NULL;
     int rc = -1;
 
+    (void)call;
     if (vfs_normalize(path, norm, sizeof(norm), err) < 0)
         goto out;
     if (arg_is_base64(args)) {
@@ -380,13 +382,14 @@ fail:
     return NULL;
 }
 
-int tools_list_dir(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                   struct errinfo *err)
+int tools_list_dir(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                   struct tools_result *out, struct errinfo *err)
 {
     char norm[VFS_PATH_MAX + 1];
     struct vfs_listing l = {0};
     int rc = -1;
 
+    (void)call;
     if (vfs_normalize(tools_workspace_alias(arg_str(args, "path", "/")), norm, sizeof(norm), err) <
         0)
         goto out;
@@ -400,13 +403,14 @@ out:
 
 /* ---- remove ---- */
 
-int tools_remove(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                 struct errinfo *err)
+int tools_remove(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                 struct tools_result *out, struct errinfo *err)
 {
     char norm[VFS_PATH_MAX + 1];
     uint64_t removed = 0;
     cJSON *res;
 
+    (void)call;
     if (vfs_normalize(tools_workspace_alias(arg_str(args, "path", "")), norm, sizeof(norm), err) <
         0)
         return -1;
@@ -442,8 +446,8 @@ static int search_empty(const struct vfs_search_opts *o, const struct vfs_search
     return set_text(out, msg, n > 0 ? strlen(msg) : 0, NULL, 0, err);
 }
 
-int tools_search(const struct tools_ctx *ctx, const cJSON *args, struct tools_result *out,
-                 struct errinfo *err)
+int tools_search(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                 struct tools_result *out, struct errinfo *err)
 {
     struct vfs_search_opts o = {0};
     struct vfs_search_result r = {0};
@@ -451,6 +455,7 @@ int tools_search(const struct tools_ctx *ctx, const cJSON *args, struct tools_re
     int nl = 0, rc = -1;
     size_t len;
 
+    (void)call;
     o.query = arg_str(args, "query", "");
     o.path = tools_workspace_alias(arg_str(args, "path", "/"));
     o.ext = arg_str(args, "ext", NULL);

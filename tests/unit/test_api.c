@@ -1,6 +1,8 @@
 /* tests/unit/test_api.c - the HTTP layer's pure parts (status table, Host/Origin/Content-Type/
  * token checks, the bounded JSON buffer) and one real request through api_start on a free port. */
 #include "api.h"
+#include "call.h"
+#include "catalog.h"
 #include "tools.h"
 
 #include <arpa/inet.h>
@@ -163,9 +165,15 @@ static char *roundtrip(int port, const char *req)
 START_TEST(test_api_serves_a_tool_call)
 {
     struct tools_ctx tools = {.vfs = v};
-    struct api_options opt = {
-        .bind = "127.0.0.1", .port = 0, .workspace = ":memory:", .fsync = false, .tools = &tools};
+    struct call_service_options copt = {.cat = catalog_builtin(), .tools = &tools};
     struct errinfo e = {0};
+    struct call_service *calls = call_service_new(&copt, &e);
+    struct api_options opt = {.bind = "127.0.0.1",
+                              .port = 0,
+                              .workspace = ":memory:",
+                              .fsync = false,
+                              .tools = &tools,
+                              .calls = calls};
     struct api *a = api_start(&opt, &e);
     char req[512];
     char *ans;
@@ -190,6 +198,7 @@ START_TEST(test_api_serves_a_tool_call)
     ck_assert_msg(strstr(ans, "HTTP/1.1 403") && strstr(ans, "\"ok\":false"), "%s", ans);
     free(ans);
     api_stop(a);
+    call_service_free(calls);
 }
 END_TEST
 

@@ -386,7 +386,7 @@ START_TEST(test_console_tool_applies_filters)
     add(CONSOLE_ERROR, CONSOLE_SRC_EXEC, "e1");
     add(CONSOLE_ERROR, CONSOLE_SRC_EXEC, "e2");
     add(CONSOLE_ERROR, CONSOLE_SRC_DAEMON, "e3");
-    ck_assert_int_eq(tools_call(&ctx, "console_logs", args, &res, &err), 0);
+    ck_assert_int_eq(tools_call(&ctx, NULL, "console_logs", args, &res, &err), 0);
     ck_assert(res.is_json);
     r = cJSON_Parse(res.data);
     ck_assert_int_eq(n_entries(r), 1);
@@ -404,7 +404,7 @@ START_TEST(test_console_tool_without_console_fails)
     struct errinfo err = {0};
     cJSON *args = cJSON_CreateObject();
 
-    ck_assert_int_eq(tools_call(&ctx, "console_logs", args, &res, &err), -1);
+    ck_assert_int_eq(tools_call(&ctx, NULL, "console_logs", args, &res, &err), -1);
     ck_assert_int_eq(err.kind, ERR_UNAVAILABLE);
     cJSON_Delete(args);
 }

@@ -48,7 +48,7 @@ static int call(const char *tool, const char *json)
     ck_assert_msg(args != NULL, "bad test JSON: %s", json);
     tools_result_cleanup(&res);
     memset(&err, 0, sizeof(err));
-    rc = tools_call(&ctx, tool, args, &res, &err);
+    rc = tools_call(&ctx, NULL, tool, args, &res, &err);
     cJSON_Delete(args);
     return rc;
 }

@@ -1,0 +1,80 @@
+// End to end: notifications/cancelled sent to the real runbox over stdio reaches the work in the
+// real runboxd. runbox aborts the call's HTTP request; the daemon sees the client go and cancels
+// the call: an exec run is killed, a queued Studio command is dropped, and the call's slot in the
+// "long" budget comes back. The cancelled id is never answered.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { startDaemon } from '../lib/daemon.mjs';
+import { FakePlugin } from '../lib/fakeplugin.mjs';
+import { resultText, startProxy } from '../lib/proxy.mjs';
+
+async function until(what, pred, timeoutMs = 20000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await pred();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('notifications/cancelled through runbox reaches the daemon', () => {
+  let d;
+  let p;
+  before(async () => {
+    d = await startDaemon({ workspace: ':memory:' });
+    p = startProxy({ daemonUrl: d.url });
+    await p.initialize();
+  });
+  after(async () => {
+    await FakePlugin.cleanupAll();
+    p.kill();
+    await d.stop();
+  });
+
+  test('24 cancelled execs are killed, never answered, and exec stays free', async () => {
+    const marker = `8${Date.now() % 100000}.375`;
+    const ids = [];
+    for (let i = 0; i < 24; i++) {
+      const id = p.nextId();
+      ids.push(id);
+      p.send({ jsonrpc: '2.0', id, method: 'tools/call',
+               params: { name: 'exec', arguments: { command: `sleep ${marker}` } } });
+    }
+    const mine = async () => (await d.call('process_list', {})).body.result.processes
+      .filter((x) => x.command.includes(marker));
+    await until('24 runs registered', async () => (await mine()).length === 24);
+    for (const id of ids) p.notify('notifications/cancelled', { requestId: id, reason: 'test' });
+    await until('every run killed', async () =>
+      (await mine()).every((x) => x.state === 'killed'));
+    const r = await p.callTool('exec', { command: 'echo free' });
+    assert.equal(r.isError, false, resultText(r));
+    assert.equal(resultText(r), 'free\n');
+    assert.deepEqual(p.messages.filter((m) => ids.includes(m.id)), [], 'a cancelled id was answered');
+  });
+
+  test('a cancelled Studio call still in the queue is never delivered', async () => {
+    const plug = new FakePlugin(d.port, { instance: 'stdio-cancel' });
+    const poll = plug.pollOnce();
+    await until('registered', async () =>
+      (await d.get('/health')).body.studio.instances.some((i) => i.id === 'stdio-cancel'));
+    const first = p.callTool('get_selection', {});
+    const cmd = (await poll).body;
+    await plug.post('/result', JSON.stringify({ id: cmd.id, ok: true, result: 'one' }));
+    assert.equal(resultText(await first), 'one');
+    const id = p.nextId();
+    p.send({ jsonrpc: '2.0', id, method: 'tools/call',
+             params: { name: 'get_place_info', arguments: {} } });
+    await until('queued', async () => (await d.get('/health')).body.studio.queue_depth === 1);
+    p.notify('notifications/cancelled', { requestId: id });
+    await until('dropped', async () => (await d.get('/health')).body.studio.queue_depth === 0);
+    const next = plug.pollOnce();
+    const answer = p.callTool('get_studio_mode', {});
+    const got = (await next).body;
+    assert.equal(got.tool, 'get_studio_mode', 'the poll got the next call, not the cancelled one');
+    await plug.post('/result', JSON.stringify({ id: got.id, ok: true, result: 'edit' }));
+    assert.equal(resultText(await answer), 'edit');
+    assert.deepEqual(p.messages.filter((m) => m.id === id), []);
+  });
+});

@@ -1,0 +1,147 @@
+// Integration: a client that drops its HTTP request cancels the call, and the cancellation reaches
+// the work. A dropped exec kills its run; a dropped Studio call is removed from the queue (never
+// delivered) or, once sent, abandoned (its late answer is ignored). Either way the call's
+// admission slot comes back at once: 24 dropped long calls (the whole "long" budget) leave the
+// next one free to run.
+//
+// Every wait here is for a condition the daemon reports (process_list, /health), never a time.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, afterEach, before, describe, test } from 'node:test';
+
+import { startDaemon } from '../lib/daemon.mjs';
+import { FakePlugin } from '../lib/fakeplugin.mjs';
+
+const LONG_BUDGET = 24; // CALL_LONG_MAX_DEFAULT
+
+// Starts POST /tool/<name> and returns { req, answer } where answer settles with the response
+// (or rejects when the request is destroyed). The request can be dropped with req.destroy().
+function startCall(d, tool, args) {
+  const body = Buffer.from(JSON.stringify(args));
+  let req;
+  const answer = new Promise((resolve, reject) => {
+    req = http.request({ host: '127.0.0.1', port: d.port, path: `/tool/${tool}`, method: 'POST',
+                         agent: false,
+                         headers: { 'Content-Type': 'application/json',
+                                    'Content-Length': body.length } }, (res) => {
+      let t = '';
+      res.on('data', (c) => { t += c; });
+      res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(t) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  answer.catch(() => {}); // dropped on purpose
+  return { req, answer };
+}
+
+async function until(what, pred, timeoutMs = 20000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await pred();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function processes(d) {
+  const r = await d.call('process_list', {});
+  return r.body.result.processes;
+}
+
+async function queueDepth(d) {
+  return (await d.get('/health')).body.studio.queue_depth;
+}
+
+// Host processes whose command line holds marker.
+function hostProcesses(marker) {
+  const found = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(marker))
+        found.push(name);
+    } catch { /* gone */ }
+  }
+  return found;
+}
+
+describe('a dropped HTTP request cancels its call', () => {
+  let d;
+  before(async () => { d = await startDaemon({ workspace: ':memory:' }); });
+  after(async () => { await d.stop(); });
+  afterEach(async () => { await FakePlugin.cleanupAll(); });
+
+  test(`${LONG_BUDGET} dropped execs: every run is killed and the next exec runs at once`,
+       async () => {
+    const marker = `9${Date.now() % 100000}.125`; // an odd sleep length no other test uses
+    const calls = [];
+    for (let i = 0; i < LONG_BUDGET; i++)
+      calls.push(startCall(d, 'exec', { command: `sleep ${marker}`, timeout_ms: 100000 }));
+    // All of them are in the registry (8 running, the rest waiting for a slot).
+    await until('24 runs in process_list', async () =>
+      (await processes(d)).filter((p) => p.command.includes(marker)).length === LONG_BUDGET);
+    for (const c of calls) c.req.destroy();
+    await until('every dropped run killed', async () =>
+      (await processes(d)).filter((p) => p.command.includes(marker))
+        .every((p) => p.state === 'killed'));
+    await until('no sleep left on the host', () => hostProcesses(marker).length === 0);
+    const r = await d.call('exec', { command: 'echo still-free' });
+    assert.equal(r.body.ok, true, JSON.stringify(r.body));
+    assert.equal(r.body.result, 'still-free\n');
+  });
+
+  test('a Studio call dropped while queued is never delivered; one dropped after it was sent ' +
+       'is abandoned and its late answer ignored', async () => {
+    const plug = new FakePlugin(d.port, { instance: 'cancel-studio' });
+    // One poll by hand (no loop), so that after it the instance is registered and no poll waits.
+    const firstPoll = plug.pollOnce();
+    await until('the poll parked', async () =>
+      (await d.get('/health')).body.studio.instances.some((i) => i.id === 'cancel-studio'));
+    const sent = startCall(d, 'get_selection', {});
+    const got = (await firstPoll).body;
+    assert.equal(got.hasCommand, true);
+    assert.equal(got.tool, 'get_selection');
+    const waiting = startCall(d, 'get_place_info', {});
+    await until('two commands in the queue', async () => (await queueDepth(d)) === 2);
+    waiting.req.destroy();
+    await until('the queued one dropped', async () => (await queueDepth(d)) === 1);
+    sent.req.destroy();
+    await until('the sent one abandoned', async () => (await queueDepth(d)) === 0);
+    const late = await plug.post('/result', JSON.stringify({ id: got.id, ok: true, result: 1 }));
+    assert.equal(late.body.ignored, true, JSON.stringify(late.body));
+    // The next poll gets the next call's command, not the dropped one.
+    const nextPoll = plug.pollOnce();
+    const fresh = startCall(d, 'get_studio_mode', {});
+    const cmd = (await nextPoll).body;
+    assert.equal(cmd.tool, 'get_studio_mode', JSON.stringify(cmd));
+    await plug.post('/result', JSON.stringify({ id: cmd.id, ok: true, result: 'edit' }));
+    const answered = await fresh.answer;
+    assert.equal(answered.body.ok, true, JSON.stringify(answered.body));
+  });
+
+  test(`${LONG_BUDGET} Studio calls dropped while queued give back the whole budget`, async () => {
+    const plug = new FakePlugin(d.port, { instance: 'cancel-budget' });
+    const firstPoll = plug.pollOnce();
+    await until('registered', async () =>
+      (await d.get('/health')).body.studio.instances.some((i) => i.id === 'cancel-budget'));
+    const first = startCall(d, 'get_selection', {});
+    const cmd = (await firstPoll).body;
+    assert.equal(cmd.hasCommand, true);
+    await plug.post('/result', JSON.stringify({ id: cmd.id, ok: true, result: 'first' }));
+    assert.equal((await first.answer).body.ok, true);
+    const calls = [];
+    for (let i = 0; i < LONG_BUDGET; i++) calls.push(startCall(d, 'get_selection', {}));
+    await until(`${LONG_BUDGET} queued`, async () => (await queueDepth(d)) === LONG_BUDGET);
+    for (const c of calls) c.req.destroy();
+    await until('the queue empty', async () => (await queueDepth(d)) === 0);
+    const poll = plug.pollOnce();
+    const next = startCall(d, 'get_selection', {});
+    const got = (await poll).body;
+    assert.equal(got.hasCommand, true, 'not refused as busy: the plugin got the command');
+    await plug.post('/result', JSON.stringify({ id: got.id, ok: true, result: 'next' }));
+    assert.equal((await next.answer).body.result, 'next');
+  });
+});
