@@ -474,6 +474,11 @@ const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool)
     return tool->output_schema;
 }
 
+const cJSON *catalog_tool_object(const struct catalog_tool *tool)
+{
+    return tool->tool;
+}
+
 bool catalog_tool_is_read_only(const struct catalog_tool *tool)
 {
     return tool->read_only;

@@ -56,12 +56,24 @@ enum catalog_route catalog_tool_route(const struct catalog_tool *tool);
 enum catalog_budget catalog_tool_budget(const struct catalog_tool *tool);
 const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool);  /* borrowed */
 const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool); /* borrowed or NULL */
-bool catalog_tool_is_read_only(const struct catalog_tool *tool); /* annotations.readOnlyHint */
+bool catalog_tool_is_read_only(const struct catalog_tool *tool);   /* annotations.readOnlyHint */
+const cJSON *catalog_tool_object(const struct catalog_tool *tool); /* the whole entry; borrowed */
 
 /* The MCP tools/list "tools" array as compact JSON text: each tool with name, title,
  * description, inputSchema, annotations and outputSchema (when present); route and group are
  * not shown. Built once, borrowed for the catalog's lifetime. */
 const char *catalog_tools_json(const struct catalog *cat);
+
+struct mcp_server;
+struct mcp_call;
+
+/* Adds every tool of cat to srv (runbox/mcp.h), in the catalog's order (by name), each with
+ * handler fn(arg, call); mcp_call_name() then names the tool (catalog_find gives it back). A Studio
+ * tool is declared as needing nothing of the client. Returns 0, or -1 with err (a name already
+ * there, no memory). */
+int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
+                           void (*fn)(void *arg, struct mcp_call *call), void *arg,
+                           struct errinfo *err);
 
 /* True when name follows [A-Za-z0-9_.-]{1,128}. Pure. */
 bool catalog_is_valid_name(const char *name);

@@ -90,7 +90,7 @@ size_t proxy_lines_capacity(const struct proxy_lines *pl);
 
 /* ---- resources and prompts (proxy_requests.c) ---- */
 
-struct mcp_request;
+struct mcp_call;
 struct upstream_reply;
 
 /* Pure. The HTTP request for an MCP resources/prompts request: *url (owned) is the path and
@@ -102,7 +102,7 @@ int proxy_request_http(const char *method, const cJSON *params, char **url, bool
 /* Answers req from runboxd's reply: 200 {"ok":true,"result":R} -> R; a 4xx -> -32602 with the
  * daemon's message; anything else (unreachable, timeout, 5xx) -> -32603 with the same texts as
  * tool calls get. */
-void proxy_answer_request(struct mcp_request *req, const struct upstream_reply *reply,
+void proxy_answer_request(struct mcp_call *req, const struct upstream_reply *reply,
                           const char *base_url);
 
 #endif /* MCP_PROXY_PROXY_H */
