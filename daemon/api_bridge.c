@@ -79,10 +79,12 @@ static int read_body(struct mg_connection *conn, size_t max, struct body *bd)
         if (n <= 0)
             break;
         if (!bd->over && bd->len + (size_t)n > max) {
+            char *kept = bd->data; /* owned; scanned, then freed */
+
             bd->over = true;
-            bridge_idscan_feed(&bd->scan, bd->data ? bd->data : "", bd->data ? bd->len : 0);
-            free(bd->data);
             bd->data = NULL;
+            bridge_idscan_feed(&bd->scan, kept ? kept : "", kept ? bd->len : 0);
+            free(kept);
         }
         if (bd->over) {
             bridge_idscan_feed(&bd->scan, chunk, (size_t)n);
@@ -94,8 +96,11 @@ static int read_body(struct mg_connection *conn, size_t max, struct body *bd)
                 while (ncap < bd->len + (size_t)n + 1)
                     ncap *= 2;
                 p = realloc(bd->data, ncap);
-                if (!p)
+                if (!p) {
+                    free(bd->data);
+                    bd->data = NULL;
                     return -1;
+                }
                 bd->data = p;
                 cap = ncap;
             }

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -357,6 +358,25 @@ out:
     return rc;
 }
 
+/* " S 1234 ...", the part of /proc/PID/stat after the command's ')': the state, then the parent
+ * pid. Returns 0 with *ppid, or -1. */
+static int parse_stat_ppid(const char *s, int *ppid)
+{
+    char *end = NULL;
+    long v;
+
+    while (*s == ' ')
+        s++;
+    if (!*s || s[1] != ' ')
+        return -1;
+    errno = 0;
+    v = strtol(s + 2, &end, 10);
+    if (errno || end == s + 2 || v < 0 || v > INT_MAX)
+        return -1;
+    *ppid = (int)v;
+    return 0;
+}
+
 pid_t proc_child_of(pid_t parent)
 {
     DIR *d = opendir("/proc");
@@ -384,7 +404,7 @@ pid_t proc_child_of(pid_t parent)
         buf[n] = '\0';
         /* "pid (comm) state ppid ...": comm may hold anything, so parse after the last ')'. */
         rp = strrchr(buf, ')');
-        if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == parent)
+        if (rp && parse_stat_ppid(rp + 1, &ppid) == 0 && ppid == parent)
             found = (pid_t)strtol(e->d_name, NULL, 10);
     }
     closedir(d);
