@@ -53,6 +53,10 @@ void mcp_put_id(struct jsonbuf *b, const cJSON *id)
         jsonbuf_put_json_string(b, id->valuestring, strlen(id->valuestring), NULL);
         return;
     }
+    if (cJSON_IsRaw(id)) { /* a string id with a NUL: its exact JSON text */
+        jsonbuf_puts(b, id->valuestring, NULL);
+        return;
+    }
     if (!cJSON_IsNumber(id)) {
         jsonbuf_put(b, "null", 4, NULL);
         return;
@@ -516,7 +520,8 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
     struct mcp_call *call = NULL;
     struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
 
-    if (!cJSON_IsString(rid) && !is_integer_number(rid)) {
+    /* A raw requestId is a string id with a NUL (jsonrpc_keep_nul_ids). */
+    if (!cJSON_IsString(rid) && !cJSON_IsRaw(rid) && !is_integer_number(rid)) {
         log_debug("mcp: notifications/cancelled without a usable requestId; ignored");
         return;
     }
@@ -663,11 +668,16 @@ void mcp_session_handle(struct mcp_session *s, const char *text, size_t len)
     struct errinfo err = {0};
     struct jsonrpc_scan scan;
     cJSON *msg = NULL;
+    bool nul = false;
 
-    /* cJSON cuts a string at \u0000 without a word; the scan tells us it is there. */
+    /* cJSON cuts a string at \u0000 without a word; the scan tells us it is there. Ids get
+     * their exact text back; a NUL anywhere else makes a tools/call a tool error. */
     jsonrpc_scan(text, len, &scan);
-    if (scan.has_nul_escape && scan.max_depth <= JSONRPC_MAX_DEPTH)
+    if (scan.has_nul_escape && scan.max_depth <= JSONRPC_MAX_DEPTH) {
         msg = parse_with_nul(text, len);
+        if (msg && jsonrpc_keep_nul_ids(msg, text, len, &nul) < 0)
+            log_warn("mcp: out of memory restoring an id that holds \\u0000");
+    }
     if (!msg)
         msg = jsonrpc_parse(text, len, &err);
     if (!msg) {
@@ -680,9 +690,9 @@ void mcp_session_handle(struct mcp_session *s, const char *text, size_t len)
         return;
     }
     if (cJSON_IsArray(msg))
-        handle_batch(s, msg, scan.has_nul_escape);
+        handle_batch(s, msg, nul);
     else
-        handle_one(s, NULL, msg, scan.has_nul_escape);
+        handle_one(s, NULL, msg, nul);
 }
 
 void mcp_session_reject_oversized(struct mcp_session *s, size_t bytes, size_t limit)
