@@ -190,14 +190,26 @@ ctest_progress() {
     ' "$1"
 }
 
-# The output of each failed test in a ctest log, and ctest's closing lines.
+# The output of each failed test in a ctest log, and ctest's closing lines. Of a node test's
+# output only its "failing tests" summary, which names each failed case and its error.
 ctest_failures() {
     awk '
-        /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / { show = ($0 ~ /\*\*\*|Failed|Timeout|Exception/); n = 0 }
-        /^ *Start +[0-9]+: / { show = 0 }
-        /tests passed, [0-9]+ tests failed/ { tail = 1 }
+        function flush(   i, from, k) {
+            if (!show) return
+            print head
+            from = 1
+            for (i = 1; i <= n; i++) if (buf[i] ~ /failing tests:/) from = i
+            for (i = from; i <= n && i < from + 150; i++) print buf[i]
+            if (n >= from + 150) print "    ... (more in the log)"
+            show = 0; n = 0
+        }
+        /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / { flush(); show = ($0 ~ /\*\*\*|Failed|Timeout|Exception/);
+            head = $0; n = 0; next }
+        /^ *Start +[0-9]+: / { flush(); next }
+        /tests passed, [0-9]+ tests failed/ { flush(); tail = 1 }
         tail { print; next }
-        show { if (n++ < 150) print; else if (n == 151) print "    ... (more in the log)" }
+        show { buf[++n] = $0 }
+        END { flush() }
     ' "$1"
 }
 
