@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "chroot.h"
 #include "log.h"
 
 enum step {
@@ -220,6 +221,7 @@ static void close_fd(int *fd)
 static int read_status(int fd, pid_t pid, struct errinfo *err)
 {
     int e[2] = {0, 0};
+    bool chrooted;
     ssize_t n;
 
     do
@@ -232,8 +234,16 @@ static int read_status(int fd, pid_t pid, struct errinfo *err)
         errinfo_set(err, ERR_IO, "exec: the sandbox helper ended before starting bwrap");
         return -1;
     }
+    /* chroot_detect() first: it may change errno, which errinfo_sys() reports. */
+    chrooted = e[0] == STEP_USERNS && e[1] == EPERM && chroot_detect();
     errno = e[1];
-    if (e[0] == STEP_USERNS || e[0] == STEP_IDMAP)
+    if (chrooted)
+        errinfo_sys(err,
+                    "exec: %s failed: runboxd runs in a chroot, where the kernel refuses user "
+                    "namespaces; run it on the host, in a container or in a root entered with "
+                    "pivot_root (docs/install.md#chroots)",
+                    step_name(e[0]));
+    else if (e[0] == STEP_USERNS || e[0] == STEP_IDMAP)
         errinfo_sys(err,
                     "exec: %s failed: user namespaces are not available to this user; enable "
                     "them (sysctl user.max_user_namespaces=15000, and on Ubuntu "
