@@ -45,6 +45,10 @@ void mcp__put_id(struct jsonbuf *b, const cJSON *id)
         jsonbuf_put_json_string(b, id->valuestring, strlen(id->valuestring), NULL);
         return;
     }
+    if (cJSON_IsRaw(id)) { /* a string id with a NUL: its exact JSON text */
+        jsonbuf_puts(b, id->valuestring, NULL);
+        return;
+    }
     if (!cJSON_IsNumber(id)) {
         jsonbuf_put(b, "null", 4, NULL);
         return;
@@ -552,7 +556,8 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
     struct jsonbuf b = JSONBUF_INIT(4096);
     struct mcp_call *c = NULL;
 
-    if (!cJSON_IsString(rid) && !is_integer_number(rid)) {
+    /* A raw requestId is a string id with a NUL (jsonrpc_keep_nul_ids). */
+    if (!cJSON_IsString(rid) && !cJSON_IsRaw(rid) && !is_integer_number(rid)) {
         log_debug("mcp: notifications/cancelled without a usable requestId; ignored");
         return;
     }
@@ -704,11 +709,16 @@ void mcp_session_handle(struct mcp_session *s, const char *text, size_t len, voi
     struct errinfo err = {0};
     struct jsonrpc_scan scan;
     cJSON *msg = NULL;
+    bool nul = false;
 
-    /* cJSON cuts a string at \u0000 without a word; the scan tells us it is there. */
+    /* cJSON cuts a string at \u0000 without a word; the scan tells us it is there. Ids get
+     * their exact text back; a NUL anywhere else makes a tools/call a tool error. */
     jsonrpc_scan(text, len, &scan);
-    if (scan.has_nul_escape && scan.max_depth <= JSONRPC_MAX_DEPTH)
+    if (scan.has_nul_escape && scan.max_depth <= JSONRPC_MAX_DEPTH) {
         msg = parse_with_nul(text, len);
+        if (msg && jsonrpc_keep_nul_ids(msg, text, len, &nul) < 0)
+            log_warn("mcp: out of memory restoring an id that holds \\u0000");
+    }
     if (!msg)
         msg = jsonrpc_parse(text, len, &err);
     if (!msg) {
@@ -724,9 +734,9 @@ void mcp_session_handle(struct mcp_session *s, const char *text, size_t len, voi
         return;
     }
     if (cJSON_IsArray(msg))
-        handle_batch(s, origin, msg, scan.has_nul_escape);
+        handle_batch(s, origin, msg, nul);
     else
-        handle_one(s, NULL, origin, msg, scan.has_nul_escape);
+        handle_one(s, NULL, origin, msg, nul);
 }
 
 void mcp_session_reject_oversized(struct mcp_session *s, size_t bytes, size_t limit)

@@ -656,6 +656,11 @@ static int probe_port(const char *bind_addr, int port, struct errinfo *err)
     return rc;
 }
 
+bool api_have_ipv6(void)
+{
+    return mg_check_feature(MG_FEATURES_IPV6) != 0;
+}
+
 static int build_tools_json(struct api *a, struct errinfo *err)
 {
     struct jsonbuf b;

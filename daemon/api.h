@@ -73,6 +73,14 @@ int api_status_for(enum errinfo_kind kind);
  * bind is the bound address (a non-loopback one is allowed too; a wildcard allows any host). */
 bool api_host_ok(const char *host, int port, const char *bind);
 
+/* Checks that the HTTP server can listen on bind (a numeric address, as config checked):
+ * an IPv6 address needs a civetweb built with IPv6 (have_ipv6; Debian's has none). Returns 0,
+ * or -1 with err (ERR_INVALID) saying what to bind to instead. */
+int api_check_bind(const char *bind, bool have_ipv6, struct errinfo *err);
+
+/* True when the civetweb runboxd is linked with can listen on IPv6. */
+bool api_have_ipv6(void);
+
 /* True for the wildcard addresses 0.0.0.0 and ::. */
 bool api_is_wildcard(const char *bind);
 

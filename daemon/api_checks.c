@@ -30,6 +30,17 @@ int api_status_for(enum errinfo_kind kind)
 
 /* ---- the checks (pure) ---- */
 
+int api_check_bind(const char *bind, bool have_ipv6, struct errinfo *err)
+{
+    if (!strchr(bind, ':') || have_ipv6)
+        return 0;
+    errinfo_set(err, ERR_INVALID,
+                "--bind %s: this runboxd's HTTP server (civetweb, as Debian 12 builds it) has no "
+                "IPv6; bind to an IPv4 address such as 127.0.0.1",
+                bind);
+    return -1;
+}
+
 bool api_is_wildcard(const char *bind)
 {
     return strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "::") == 0;

@@ -176,14 +176,19 @@ bool bridge_id_ok(const char *id);
 char *bridge_json_sanitize(const char *in, size_t len, size_t *outlen);
 
 /* Finds the top-level "id" string of a JSON object fed in pieces, without keeping the text: for
- * a result body too large to keep. Storage is the caller's; zero it (or bridge_idscan_init)
- * before the first piece. */
+ * a result body too large to keep, or one too deeply nested to parse. The first "id" member of
+ * the first top-level value decides, as with cJSON_GetObjectItem on the parsed body: a later
+ * "id" member, or anything after that value closed, changes nothing. Storage is the caller's;
+ * zero it (or bridge_idscan_init) before the first piece. */
 struct bridge_idscan {
     int depth;       /* nesting depth (1 = inside the top-level object) */
+    int max_depth;   /* the deepest nesting seen so far */
     int state;       /* private */
     bool esc;        /* private: last char was a backslash inside a string */
     bool key_is_id;  /* private: the last key at depth 1 was "id" */
     bool expect_key; /* private: the next string at depth 1 is a key */
+    bool id_seen;    /* private: the first "id" member's value was read (valid or not) */
+    bool closed;     /* private: the first top-level value has ended */
     size_t klen;     /* private */
     char key[4];     /* private */
     char id[BRIDGE_ID_MAX];

@@ -151,9 +151,12 @@ static void scan_string_char(struct bridge_idscan *s, char ch)
     } else if (ch == '"') {
         if (s->state == SCAN_KEY)
             s->key_is_id = s->klen == 2 && memcmp(s->key, "id", 2) == 0;
-        else if (s->state == SCAN_IDVAL && s->idlen < BRIDGE_ID_MAX && !s->found) {
-            s->id[s->idlen] = '\0';
-            s->found = bridge_id_ok(s->id);
+        else if (s->state == SCAN_IDVAL) {
+            s->id_seen = true;
+            if (s->idlen < BRIDGE_ID_MAX) {
+                s->id[s->idlen] = '\0';
+                s->found = bridge_id_ok(s->id);
+            }
         }
         s->state = SCAN_OUT;
         return;
@@ -175,10 +178,10 @@ static void scan_outside_char(struct bridge_idscan *s, char ch)
 {
     switch (ch) {
     case '"':
-        if (s->depth == 1 && s->expect_key) {
+        if (s->depth == 1 && s->expect_key && !s->closed) {
             s->state = SCAN_KEY;
             s->klen = 0;
-        } else if (s->depth == 1 && s->key_is_id) {
+        } else if (s->depth == 1 && s->key_is_id && !s->id_seen && !s->closed) {
             s->state = SCAN_IDVAL;
             s->idlen = 0;
         } else {
@@ -188,11 +191,15 @@ static void scan_outside_char(struct bridge_idscan *s, char ch)
     case '{':
     case '[':
         s->depth++;
+        if (s->depth > s->max_depth)
+            s->max_depth = s->depth;
         s->expect_key = s->depth == 1 && ch == '{';
         break;
     case '}':
     case ']':
         s->depth--;
+        if (s->depth <= 0)
+            s->closed = true; /* a trailing value is not the result */
         break;
     case ':':
         if (s->depth == 1)

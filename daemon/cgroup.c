@@ -295,7 +295,20 @@ static void remove_stale(int dfd, const char *name)
         log_info("cgroup: removed %s, left by a runboxd that is gone", name);
 }
 
-/* Every runboxd-<pid> in D whose daemon no longer runs. */
+/* True when D/name/daemon, the leaf a daemon lives in, holds a process. The kernel counts
+ * every process there, whatever pid namespace it is in. */
+static bool leaf_populated(int dfd, const char *name)
+{
+    char path[CGROUP_PATH_MAX], buf[256];
+
+    if (snprintf(path, sizeof(path), "%s/daemon/cgroup.events", name) >= (int)sizeof(path))
+        return false;
+    return read_at(dfd, path, buf, sizeof(buf)) == 0 && cgroup_parse_key(buf, "populated") != 0;
+}
+
+/* Every runboxd-<pid> in D whose daemon no longer runs. A daemon in another pid namespace
+ * (a container that shares the host's cgroup tree) has a pid that means nothing here, or
+ * another process's: its daemon leaf still holds it, so that R is left alone. */
 static void sweep_stale(int dfd)
 {
     DIR *d = opendir_at(dfd, ".");
@@ -315,6 +328,8 @@ static void sweep_stale(int dfd)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
             continue; /* still running */
+        if (leaf_populated(dfd, e->d_name))
+            continue; /* still running, in a pid namespace we do not see */
         remove_stale(dfd, e->d_name);
     }
     closedir(d);

@@ -630,7 +630,7 @@ const char *config_usage(void)
            "  --port N            port to listen on (default 7766; 0 = any free port, printed\n"
            "                      in the ready line)\n"
            "  --bind ADDR         address to listen on (default 127.0.0.1); a non-loopback\n"
-           "                      address needs a token\n"
+           "                      address needs a token; IPv6 needs a civetweb built with it\n"
            "  --workspace DIR     the workspace directory, or :memory: for a private one that\n"
            "                      disappears with the daemon (default\n"
            "                      $XDG_DATA_HOME/runbox/workspace, i.e.\n"

@@ -53,7 +53,8 @@ static int setup_config(struct config *cfg, int argc, char *argv[])
         return 0;
     }
     log_set_level(cfg->log_level);
-    if (config_read_token(cfg, &err) < 0 || config_validate(cfg, cfg->token != NULL, &err) < 0)
+    if (config_read_token(cfg, &err) < 0 || config_validate(cfg, cfg->token != NULL, &err) < 0 ||
+        api_check_bind(cfg->bind, api_have_ipv6(), &err) < 0)
         return fail(2, &err);
     return -1;
 }

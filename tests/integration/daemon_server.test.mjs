@@ -222,6 +222,16 @@ describe('token', () => {
 });
 
 describe('command line and config file', () => {
+  test('--bind ::1 is refused at start where civetweb has no IPv6 (Debian\'s), saying so', async () => {
+    const r = await runRunboxd(['--port', '0', '--workspace', ':memory:', '--bind', '::1'],
+                               { timeoutMs: 3000 });
+    if (/listening on http:\/\/\[::1\]/.test(r.stdout)) return; // a civetweb built with IPv6
+    assert.equal(r.code, 2, JSON.stringify(r));
+    assert.match(r.stderr, /--bind ::1: this runboxd's HTTP server \(civetweb, as Debian 12 builds it\) has no IPv6; bind to an IPv4 address such as 127\.0\.0\.1/);
+    assert.doesNotMatch(r.stderr, /Failed to setup server ports/);
+    assert.equal(r.stdout, '');
+  });
+
   test('--help and --version exit 0', async () => {
     const h = await runRunboxd(['--help']);
     assert.equal(h.code, 0);

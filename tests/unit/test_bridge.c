@@ -58,6 +58,16 @@ static const struct {
     {"{\"id\":12}", NULL},
     {"[\"id\",\"x\"]", NULL},
     {"{ \"id\" : \"spaced\" }", "spaced"},
+    /* The first "id" member decides, as cJSON_GetObjectItem does on a parsed body. */
+    {"{\"id\":\"first\",\"ok\":true,\"id\":\"second\"}", "first"},
+    {"{\"id\":\"a\",\"id\":"
+     "\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"}",
+     "a"},
+    {"{\"id\":\"bad id\",\"id\":\"good\"}", NULL},
+    /* Only the first top-level value is the result. */
+    {"{\"id\":\"a\"}{\"id\":\"b\"}", "a"},
+    {"{\"ok\":true}{\"id\":\"b\"}", NULL},
+    {"{\"ok\":true},{\"id\":\"b\"}", NULL},
 };
 
 START_TEST(test_bridge_idscan_finds_top_level_id)

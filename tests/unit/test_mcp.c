@@ -28,6 +28,7 @@ struct fake {
     struct mcp_call *cancelled[MAX_CALLS];
     size_t ncancelled;
     char last_args[512];              /* compact JSON of the last call's arguments */
+    char last_text[512];              /* the last message sent, as sent (cut to fit) */
     struct mcp_call *reqs[MAX_CALLS]; /* resources/prompts calls, in order */
     size_t nreqs;
     struct mcp_call *req_cancelled[MAX_CALLS];
@@ -72,6 +73,7 @@ static void fake_send(void *ctx, const char *json, size_t len, const struct mcp_
     cJSON *m;
 
     ck_assert_ptr_null(memchr(json, '\n', len)); /* stdio framing: one message per line */
+    snprintf(f->last_text, sizeof(f->last_text), "%.*s", (int)len, json);
     m = cJSON_ParseWithLength(json, len);
     ck_assert_msg(m != NULL, "sent invalid JSON: %.*s", (int)len, json);
     ck_assert_uint_lt(f->nsent, MAX_SENT);
@@ -742,6 +744,46 @@ START_TEST(test_mcp_nul_escape_is_tool_error)
 }
 END_TEST
 
+/* cJSON cuts strings at \u0000; ids must still come back exactly as sent. */
+START_TEST(test_mcp_nul_in_id_round_trips)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"ping\"}");
+    ck_assert_str_eq(fk.last_text, "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"result\":{}}");
+    /* Another spelling of the same id comes back in the canonical one. */
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":\"\\u0061\\u0000\\n\"}");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"a\\u0000\\n\""));
+    /* A tool call's answer, and "a" and "a\u0000b" are two ids in flight. */
+    call_echo(0, "x"); /* id 0 */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"q\"}}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"r\"}}}");
+    ck_assert_uint_eq(fk.ncalls, 3);
+    finish_text(fk.calls[1], "done");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"a\\u0000b\","));
+    /* The client cancels the NUL id by its exact text: only that call is cancelled. */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000c\",\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"s\"}}}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":\"a\\u0000c\"}}");
+    ck_assert_uint_eq(fk.ncancelled, 1);
+    ck_assert_ptr_eq(fk.cancelled[0], fk.calls[3]);
+}
+END_TEST
+
+START_TEST(test_mcp_nul_in_batch_ids_round_trips)
+{
+    init_version("2025-03-26");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":\"x\\u0000\",\"method\":\"ping\"},"
+         " {\"id\":\"y\",\"jsonrpc\":\"2.0\",\"method\":\"ping\"},"
+         "{\"method\":\"ping\",\"jsonrpc\":\"2.0\",\"id\":\"\\u0000z\"}]");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"x\\u0000\""));
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"y\""));
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"\\u0000z\""));
+}
+END_TEST
+
 START_TEST(test_mcp_duplicate_id_in_flight)
 {
     init();
@@ -1272,6 +1314,8 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_validation_error_names_argument);
     tcase_add_test(tc, test_mcp_validation_counts_extra_problems);
     tcase_add_test(tc, test_mcp_nul_escape_is_tool_error);
+    tcase_add_test(tc, test_mcp_nul_in_id_round_trips);
+    tcase_add_test(tc, test_mcp_nul_in_batch_ids_round_trips);
     tcase_add_test(tc, test_mcp_duplicate_id_in_flight);
     suite_add_tcase(su, tc);
 
