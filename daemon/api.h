@@ -23,8 +23,8 @@ struct tools_ctx;
 struct call_service;
 
 #define API_BODY_MAX     (32u << 20) /* request body limit: 32 MiB */
-#define API_THREADS      32          /* civetweb workers; a keep-alive connection keeps one */
-#define API_KEEPALIVE_MS 2000        /* idle keep-alive connections are closed after this */
+#define API_THREADS      320  /* civetweb workers; a keep-alive connection or stream keeps one */
+#define API_KEEPALIVE_MS 2000 /* idle keep-alive connections are closed after this */
 
 struct api_options {
     const char *bind;              /* numeric address to listen on; copied */
@@ -35,6 +35,9 @@ struct api_options {
     bool allow_network;            /* shown in /health */
     const struct tools_ctx *tools; /* the daemon's services; borrowed, must outlive the api */
     struct call_service *calls;    /* the call service every tool call goes through; borrowed */
+    int threads;                   /* civetweb workers (0: API_THREADS); a stream holds one */
+    int mcp_sessions;              /* MCP sessions at once (0: the library's default) */
+    int mcp_session_idle_s;        /* an unused /mcp session expires (0: the default) */
 };
 
 struct api; /* opaque */

@@ -124,8 +124,14 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
         .fsync = cfg->fsync,
         .allow_network = cfg->allow_network,
         .tools = &tools,
+        .threads = cfg->http_threads,
+        .mcp_sessions = cfg->mcp_sessions,
+        .mcp_session_idle_s = cfg->mcp_session_idle_s,
     };
     struct call_service_options copt = {.cat = catalog_builtin(), .tools = &tools};
+
+    /* Every open stream holds a worker: leave 64 for requests. */
+    copt.max[CALL_BUDGET_STREAM] = cfg->http_threads > 128 ? cfg->http_threads - 64 : 64;
     struct errinfo err = {0};
     struct api *a = NULL;
     int sig = 0;
