@@ -245,8 +245,7 @@ static void complete_path(const struct tools_ctx *t, const char *prefix, cJSON *
             continue;
         /* A name longer than a path can be is not offered (truncated text would be wrong). */
         if (snprintf(full, sizeof(full), "%s%s%s%s", norm, strcmp(norm, "/") ? "/" : "",
-                     l.entries[i].name, l.entries[i].type == VFS_DIR ? "/" : "") >
-            VFS_PATH_MAX + 1)
+                     l.entries[i].name, l.entries[i].type == VFS_DIR ? "/" : "") > VFS_PATH_MAX + 1)
             continue;
         cJSON_AddItemToArray(values, cJSON_CreateString(full));
     }
