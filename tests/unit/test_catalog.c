@@ -200,6 +200,56 @@ START_TEST(test_catalog_builtin_output_schemas_check)
 }
 END_TEST
 
+/* Clients such as Gemini's take one JSON type per schema: a "type" must be one string, and a
+ * value of several types is an anyOf with one type per branch. Walks every subschema. */
+static void check_single_types(const cJSON *node, const char *tool, const char *where)
+{
+    const cJSON *m;
+
+    if (cJSON_IsObject(node)) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+
+        ck_assert_msg(!type || cJSON_IsString(type),
+                      "%s: %s has a \"type\" that is not one string (use anyOf branches)", tool,
+                      where);
+    }
+    if (!cJSON_IsObject(node) && !cJSON_IsArray(node))
+        return;
+    cJSON_ArrayForEach(m, node)
+    {
+        /* enum, const and default hold values, not schemas. */
+        if (m->string && (strcmp(m->string, "enum") == 0 || strcmp(m->string, "const") == 0 ||
+                          strcmp(m->string, "default") == 0))
+            continue;
+        if (m->string &&
+            (strcmp(m->string, "properties") == 0 || strcmp(m->string, "$defs") == 0)) {
+            const cJSON *sub;
+
+            /* A map from names to schemas: the map itself is no schema. */
+            cJSON_ArrayForEach(sub, m)
+            {
+                check_single_types(sub, tool, where);
+            }
+            continue;
+        }
+        check_single_types(m, tool, where);
+    }
+}
+
+START_TEST(test_catalog_builtin_types_are_single)
+{
+    const struct catalog *cat = catalog_builtin();
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const struct catalog_tool *t = catalog_at(cat, i);
+
+        check_single_types(catalog_tool_input_schema(t), catalog_tool_name(t), "inputSchema");
+        if (catalog_tool_output_schema(t))
+            check_single_types(catalog_tool_output_schema(t), catalog_tool_name(t), "outputSchema");
+    }
+}
+END_TEST
+
 START_TEST(test_catalog_tools_json_shape)
 {
     const struct catalog *cat = catalog_builtin();
@@ -435,6 +485,7 @@ static Suite *catalog_suite(void)
     tcase_add_test(tc, test_catalog_builtin_tools_are_sorted_and_found);
     tcase_add_test(tc, test_catalog_builtin_schemas_accept_built_arguments);
     tcase_add_test(tc, test_catalog_builtin_output_schemas_check);
+    tcase_add_test(tc, test_catalog_builtin_types_are_single);
     tcase_add_test(tc, test_catalog_tools_json_shape);
     tcase_add_test(tc, test_catalog_builtin_once_across_threads);
     suite_add_tcase(s, tc);
