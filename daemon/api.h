@@ -26,6 +26,8 @@ struct call_service;
 #define API_THREADS      32          /* civetweb workers; a keep-alive connection keeps one */
 #define API_KEEPALIVE_MS 2000        /* idle keep-alive connections are closed after this */
 
+struct catalog;
+
 struct api_options {
     const char *bind;              /* numeric address to listen on; copied */
     int port;                      /* 0 = any free port */
@@ -35,6 +37,8 @@ struct api_options {
     bool allow_network;            /* shown in /health */
     const struct tools_ctx *tools; /* the daemon's services; borrowed, must outlive the api */
     struct call_service *calls;    /* the call service every tool call goes through; borrowed */
+    const struct catalog *catalog; /* the tools served (--tools); borrowed, must outlive the
+                                      api; NULL for the whole built-in catalog */
 };
 
 struct api; /* opaque */

@@ -19,7 +19,7 @@
 #define TOKEN_FILE_MAX  4096
 
 static const char *const file_keys =
-    "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
+    "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, tools, "
     "exec_<limit>";
 
 static int set_str(char **dst, const char *value, struct errinfo *err)
@@ -98,11 +98,13 @@ void config_cleanup(struct config *cfg)
     free(cfg->workspace);
     free(cfg->config_file);
     free(cfg->user);
+    free(cfg->tools);
     free(cfg->token_file);
     if (cfg->token)
         memset(cfg->token, 0, strlen(cfg->token)); /* do not leave the secret in freed memory */
     free(cfg->token);
     cfg->workspace = cfg->config_file = cfg->user = cfg->token_file = cfg->token = NULL;
+    cfg->tools = NULL;
 }
 
 bool config_is_loopback(const char *addr)
@@ -237,14 +239,16 @@ static int file_string(struct config *cfg, const char *path, const cJSON *item, 
         return set_file_path(cfg, &cfg->token_file, src, item->valuestring, err);
     if (strcmp(key, "log_level") == 0)
         return set_log_level(cfg, src, item->valuestring, err);
+    if (strcmp(key, "tools") == 0)
+        return set_nonempty(&cfg->tools, src, "a tool profile", item->valuestring, err);
     return set_nonempty(&cfg->user, src, "a user name", item->valuestring, err); /* "user" */
 }
 
 static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
 {
     const char *key = item->string;
-    static const char *const string_keys[] = {"bind", "workspace", "token_file", "log_level",
-                                              "user"};
+    static const char *const string_keys[] = {"bind",      "workspace", "token_file",
+                                              "log_level", "user",      "tools"};
 
     if (strcmp(key, "port") == 0) {
         double d = item->valuedouble;
@@ -342,6 +346,7 @@ enum opt_id {
     OPT_NO_FSYNC,
     OPT_NO_CGROUP,
     OPT_TOKEN_FILE,
+    OPT_TOOLS,
     OPT_VERSION,
     OPT_HELP
 };
@@ -363,6 +368,7 @@ static const struct opt opts[] = {
     {"--no-fsync", OPT_NO_FSYNC, false},
     {"--no-cgroup", OPT_NO_CGROUP, false},
     {"--token-file", OPT_TOKEN_FILE, true},
+    {"--tools", OPT_TOOLS, true},
     {"--version", OPT_VERSION, false},
     {"--help", OPT_HELP, false},
     {"-h", OPT_HELP, false},
@@ -432,6 +438,8 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         free(cfg->token);
         cfg->token = NULL;
         return 0;
+    case OPT_TOOLS:
+        return set_nonempty(&cfg->tools, o->name, "a tool profile", v, err);
     case OPT_VERSION:
         cfg->show_version = true;
         return 0;
@@ -648,6 +656,8 @@ const char *config_usage(void)
            "                      create them)\n"
            "  --token-file FILE   require \"Authorization: Bearer <token>\" with the token in\n"
            "                      FILE (RUNBOX_TOKEN sets the token directly)\n"
+           "  --tools PROFILE     the tools served: all (default), sandbox, studio, readonly,\n"
+           "                      or a comma list of these and of groups (docs/tools.md)\n"
            "  --exec-timeout-ms N       exec: default wall-clock limit (60000)\n"
            "  --exec-timeout-max-ms N   exec: most a call may ask for (110000)\n"
            "  --exec-cpu-s N            exec: CPU seconds per process (600)\n"
@@ -663,8 +673,8 @@ const char *config_usage(void)
            "  --help              print this help and exit\n"
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
-           "allow_network, log_level, user, fsync, cgroup, token_file, and exec_<limit> (e.g.\n"
-           "\"exec_timeout_ms\": 90000). Flags beat the environment,\n"
+           "allow_network, log_level, user, fsync, cgroup, token_file, tools, and exec_<limit>\n"
+           "(e.g. \"exec_timeout_ms\": 90000). Flags beat the environment,\n"
            "which beats the file.\n"
            "\n"
            "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health,\n"

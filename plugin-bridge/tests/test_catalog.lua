@@ -257,17 +257,20 @@ for _, n in ipairs(order) do
 	end
 end
 
-test("catalog descriptions say what a model needs (paths, values, limits)", function()
+test("catalog descriptions say what a model needs; the shared rules are said once", function()
+	-- Path syntax and the value encoding are the Studio profile's rules (the server's
+	-- instructions), not repeated in every description (issue 11: tools/list within budget).
+	local rules = readJson(root .. "/common/tools/profiles.json").profiles.studio.rules
+	truthy(rules:find("Workspace[\"a.b\"]", 1, true), "the rules explain bracket quoting")
+	for _, tag in ipairs({ "Vector3", "Color3", "CFrame", "Enum", "Font", "PhysicalProperties", "Faces",
+		"Content", "Region3", "Ray", "Vector3int16" }) do
+		truthy(rules:find(tag, 1, true), "the rules explain " .. tag)
+	end
 	for _, n in ipairs(order) do
 		local t = catalog[n]
-		truthy(#t.description >= 40, n .. " description is too short")
+		truthy(#t.description >= 30, n .. " description is too short")
+		truthy(not t.description:find("Workspace[\"a.b\"]", 1, true), n .. " repeats the path rules")
 		local props = t.inputSchema.properties or {}
-		if props.path or props.paths or props.parent then
-			truthy(t.description:find("Workspace[\"a.b\"]", 1, true), n .. " explains bracket quoting")
-		end
-		if props.value or props.properties and props.properties.type == "object" then
-			truthy(t.description:find("\"type\":\"Vector3\"", 1, true), n .. " explains the value encoding")
-		end
 		if props.limit or props.max_nodes or props.max_scripts then
 			truthy(t.description:find("truncated", 1, true), n .. " says how a cut answer looks")
 		end
