@@ -35,7 +35,7 @@
 #define BRIDGE_POLL_WINDOW_MS 15000       /* a poll is held at most this long */
 #define BRIDGE_STALE_MS       20000       /* no poll started for this long: the instance is gone */
 #define BRIDGE_DEADLINE_MS    110000      /* per command, below the proxy's 120 s */
-#define BRIDGE_PLAY_MARGIN_MS 15000       /* run_script_in_play_mode: its timeout + this */
+#define BRIDGE_PLAY_MARGIN_MS 30000       /* run_script_in_play_mode: its timeout + this */
 #define BRIDGE_QUEUE_MAX      64          /* commands queued or running at once */
 #define BRIDGE_INSTANCES_MAX  16          /* plugin instances known at once */
 #define BRIDGE_RESULT_MAX     (16u << 20) /* a POST /result body: 16 MiB */

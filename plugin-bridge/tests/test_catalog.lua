@@ -73,6 +73,8 @@ local SAMPLES = {
 	expected = "print(\"hello\")\nlocal x = 1",
 	count = 2,
 	max_chars = 1000,
+	restart = true,
+	before = "local setup = 1",
 	objects = { { class_name = "Part", parent = "Workspace", name = "A" },
 		{ class_name = "Folder", parent = "ReplicatedStorage" } },
 	duplicates = { { path = "Workspace.Model.Part", count = 1 }, { path = "Workspace.Lava", count = 2 } },
