@@ -57,8 +57,11 @@ struct instance {
     enum bridge_role role;
     char place[BRIDGE_TEXT_MAX];
     char name[BRIDGE_TEXT_MAX];
-    int64_t last_poll_ms; /* when it last started a poll */
-    uint64_t order;       /* registration order: the oldest edit instance becomes active */
+    char parent[BRIDGE_ID_MAX]; /* a test server's edit instance, or "" */
+    int64_t last_poll_ms;       /* when it last started a poll */
+    int64_t last_end_ms;        /* when its last poll ended */
+    int waiting;                /* its polls waiting now */
+    uint64_t order;             /* registration order: the oldest edit instance becomes active */
 };
 
 struct bridge {
@@ -358,9 +361,36 @@ static struct instance *touch_instance(struct bridge *b, const struct bridge_ins
     in->role = inst->role;
     copy_text(in->place, inst->place);
     copy_text(in->name, inst->name);
+    snprintf(in->parent, sizeof(in->parent), "%s",
+             inst->parent && bridge_id_ok(inst->parent) ? inst->parent : "");
     in->last_poll_ms = now;
     fix_active(b);
     return in;
+}
+
+/* Removes the edit instances that a newly polling edit instance `in` replaces: same place and
+ * name, no poll waiting, last poll ended BRIDGE_REPLACE_MS ago (mu held). Returns how many. */
+static int replace_old_selves(struct bridge *b, const struct instance *in, int64_t now)
+{
+    char id[BRIDGE_ID_MAX];
+    int n = 0;
+
+    if (in->role != BRIDGE_ROLE_EDIT)
+        return 0;
+    memcpy(id, in->id, sizeof(id));
+    for (size_t i = 0; i < b->ninst;) {
+        const struct instance *o = &b->inst[i];
+
+        if (strcmp(o->id, id) != 0 && o->role == BRIDGE_ROLE_EDIT && o->waiting == 0 &&
+            now - o->last_end_ms >= BRIDGE_REPLACE_MS && strcmp(o->place, in->place) == 0 &&
+            strcmp(o->name, in->name) == 0) {
+            remove_instance(b, i, "was replaced by a new plugin instance of the same place");
+            n++;
+        } else {
+            i++;
+        }
+    }
+    return n;
 }
 
 /* The first queued command addressed to inst, or NULL (mu held). */
@@ -405,7 +435,8 @@ int bridge_poll(struct bridge *b, const struct bridge_instance_info *inst,
 {
     int64_t now, until;
     bool is_new, timed_out = false;
-    int got = 0;
+    struct instance *me;
+    int got = 0, replaced;
 
     memset(out, 0, sizeof(*out));
     if (!bridge_id_ok(inst->id)) {
@@ -423,13 +454,18 @@ int bridge_poll(struct bridge *b, const struct bridge_instance_info *inst,
         pthread_mutex_unlock(&b->mu);
         return 0;
     }
-    if (!touch_instance(b, inst, now, &is_new)) {
+    me = touch_instance(b, inst, now, &is_new);
+    if (!me) {
         pthread_mutex_unlock(&b->mu);
         errinfo_set(err, ERR_TOO_LARGE,
                     "too many Studio instances are connected (%d); close or disconnect one",
                     BRIDGE_INSTANCES_MAX);
         return -1;
     }
+    replaced = replace_old_selves(b, me, now);
+    me = find_instance(b, inst->id); /* removal moves entries */
+    if (me)
+        me->waiting++;
     until = now + b->poll_window_ms;
     for (;;) {
         struct cmd *c;
@@ -447,7 +483,15 @@ int bridge_poll(struct bridge *b, const struct bridge_instance_info *inst,
             break;
         timed_out = wait_until(b, &b->poll_cond, until);
     }
+    me = find_instance(b, inst->id);
+    if (me) {
+        me->waiting--;
+        me->last_end_ms = now_ms(b);
+    }
     pthread_mutex_unlock(&b->mu);
+    if (replaced)
+        log_info("bridge: Studio instance %s replaced %d idle instance(s) of the same place",
+                 inst->id, replaced);
     if (is_new)
         log_info("bridge: Studio instance %s (%s, place %s) connected", inst->id,
                  bridge_role_name(inst->role), inst->place ? inst->place : "?");
@@ -507,16 +551,30 @@ enum bridge_result_status bridge_result(struct bridge *b, const char *id, bool o
 
 /* ---- calls ---- */
 
-/* The instance a new command for tool goes to (mu held), or NULL. */
+/* The instance a new command for tool goes to (mu held), or NULL: for play-mode tools the
+ * test server of the active window (its parent), else a server of the same place that names
+ * no parent (a test the user started); the active edit instance otherwise. */
 static const struct instance *pick_target(struct bridge *b, const char *tool)
 {
     const struct instance *edit = b->active[0] ? find_instance(b, b->active) : NULL;
 
     if (bridge_tool_roles(tool) & BRIDGE_TO_SERVER) {
-        for (size_t i = 0; i < b->ninst; i++)
-            if (b->inst[i].role == BRIDGE_ROLE_SERVER &&
-                (!edit || strcmp(b->inst[i].place, edit->place) == 0))
-                return &b->inst[i];
+        const struct instance *same_place = NULL;
+
+        for (size_t i = 0; i < b->ninst; i++) {
+            const struct instance *in = &b->inst[i];
+
+            if (in->role != BRIDGE_ROLE_SERVER)
+                continue;
+            if (in->parent[0]) {
+                if (!edit || strcmp(in->parent, edit->id) == 0)
+                    return in;
+            } else if (!same_place && (!edit || strcmp(in->place, edit->place) == 0)) {
+                same_place = in;
+            }
+        }
+        if (same_place)
+            return same_place;
     }
     return edit;
 }
@@ -753,6 +811,7 @@ static cJSON *instance_json(const struct instance *in, int64_t now, bool active)
         !cJSON_AddStringToObject(o, "role", bridge_role_name(in->role)) ||
         !cJSON_AddStringToObject(o, "place", in->place) ||
         !cJSON_AddStringToObject(o, "name", in->name) ||
+        (in->parent[0] && !cJSON_AddStringToObject(o, "parent", in->parent)) ||
         !cJSON_AddNumberToObject(o, "last_poll_ms_ago", (double)(now - in->last_poll_ms)) ||
         !cJSON_AddBoolToObject(o, "active", active)) {
         cJSON_Delete(o);

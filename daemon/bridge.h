@@ -9,10 +9,18 @@
  * ids are reported to the caller, who logs and ignores them.
  *
  * Routing: every command goes to the ACTIVE edit instance (the first edit instance to connect,
- * or the one chosen with bridge_set_active). The play-mode tools (bridge_tool_roles) go to a
- * play-mode server instance of the same place when one is connected (a play test is running),
- * else to the active edit instance. Client instances are registered and listed but receive
- * nothing.
+ * or the one chosen with bridge_set_active). The play-mode tools (bridge_tool_roles) go to the
+ * play-mode server instance of the active window's test when one is connected: the server whose
+ * parent (sent by the plugin for tests Runbox started) is the active edit instance, else one of
+ * the same place that names no parent (a test the user started); otherwise to the active edit
+ * instance. Unpublished places share a place id, so the parent keeps one window's commands out
+ * of another's test. Client instances are registered and listed but receive nothing.
+ *
+ * Replacement: a reloaded plugin cannot be relied on to say goodbye (plugin.Unloading may not
+ * get its /disconnect out). When an edit instance polls, another edit instance of the same
+ * place and name that has no poll waiting and has not polled for BRIDGE_REPLACE_MS is taken as
+ * the reloaded copy's old self and removed at once (its commands fail as disconnected), instead
+ * of after stale_ms. A live window always has a poll waiting or starts the next one at once.
  *
  * Liveness: an instance is connected while it started a poll within the last stale_ms (20 s;
  * the poll window is 15 s, so a plugin that polls in a loop renews well before). A plugin must
@@ -41,6 +49,7 @@
 #define BRIDGE_RESULT_MAX     (16u << 20) /* a POST /result body: 16 MiB */
 #define BRIDGE_ID_MAX         64          /* instance ids and command ids, bytes with the NUL */
 #define BRIDGE_TEXT_MAX       200         /* place and name, bytes kept (longer ones are cut) */
+#define BRIDGE_REPLACE_MS     3000        /* an edit instance idle this long yields to a new one */
 
 enum bridge_role { BRIDGE_ROLE_EDIT, BRIDGE_ROLE_SERVER, BRIDGE_ROLE_CLIENT };
 
@@ -78,8 +87,9 @@ void bridge_wake(struct bridge *b);
 struct bridge_instance_info {
     const char *id; /* 1..BRIDGE_ID_MAX-1 bytes of [A-Za-z0-9_.:{}-]; borrowed */
     enum bridge_role role;
-    const char *place; /* place id as sent, or NULL; copied (cut to BRIDGE_TEXT_MAX) */
-    const char *name;  /* place name, or NULL; copied (cut) */
+    const char *place;  /* place id as sent, or NULL; copied (cut to BRIDGE_TEXT_MAX) */
+    const char *name;   /* place name, or NULL; copied (cut) */
+    const char *parent; /* a test server's edit instance id (from the plugin), or NULL; copied */
 };
 
 /* A command handed to a poll. Storage is the caller's; the strings are owned

@@ -575,14 +575,30 @@ test("main_falls_back_to_CreateDockWidgetPluginGui_on_older_studios", function()
 	local d = fakeDaemon(sched)
 	local plugin = X.fakePlugin({})
 	local create = plugin.CreateDockWidgetPluginGuiAsync
-	plugin.CreateDockWidgetPluginGuiAsync = function()
-		error("CreateDockWidgetPluginGuiAsync is not a valid member of Plugin", 2)
-	end
+	plugin.CreateDockWidgetPluginGuiAsync = nil -- an older Studio: the member does not exist
 	plugin.CreateDockWidgetPluginGui = create
 	local env = X.env({ sched = sched, request = d.request, tools = toolset(sched, {}), game = X.game() })
 	local main = Main.start(plugin, env)
 	ok(plugin.widgets.RunboxBridgeWidget ~= nil, "widget made the old way")
 	eq(main.ui.widget, plugin.widgets.RunboxBridgeWidget)
+end)
+
+test("main_keeps_running_without_a_widget_when_creating_it_fails (F23)", function()
+	-- The method exists but fails (the widget id is still taken after a reload): the
+	-- deprecated fallback would fail too; the plugin goes on, and still connects.
+	local sched = X.scheduler()
+	local d = fakeDaemon(sched)
+	local plugin = X.fakePlugin({ RunboxAutoConnect = true })
+	plugin.CreateDockWidgetPluginGuiAsync = function()
+		error("A widget with id RunboxBridgeWidget already exists", 2)
+	end
+	plugin.CreateDockWidgetPluginGui = function()
+		error("deprecated fallback must not be called", 2)
+	end
+	local env = X.env({ sched = sched, request = d.request, tools = toolset(sched, {}), game = X.game() })
+	local main = Main.start(plugin, env)
+	sched.run(1)
+	eq(main.bridge.state, "connected")
 end)
 
 test("main_persists_url_token_and_auto_connect", function()

@@ -576,6 +576,97 @@ START_TEST(test_bridge_play_tools_go_to_the_play_server)
 }
 END_TEST
 
+/* One poll with a parent (a test server of the edit window `parent`). */
+static int poll_child(const char *inst, const char *place, const char *parent,
+                      struct bridge_command *cmd)
+{
+    struct bridge_instance_info info = {
+        .id = inst, .role = BRIDGE_ROLE_SERVER, .place = place, .name = "P", .parent = parent};
+
+    return bridge_poll(b, &info, cmd, NULL);
+}
+
+/* F16: two unpublished windows share place id 0; window B's test server must not get window
+ * A's play-mode commands. */
+START_TEST(test_bridge_play_tools_follow_the_parent_window)
+{
+    struct bridge_command cmd, none;
+    struct call c;
+    struct errinfo err = {0};
+
+    place_of_polls = "0";
+    poll_as("A", BRIDGE_ROLE_EDIT, "0", &none);
+    poll_as("B", BRIDGE_ROLE_EDIT, "0", &none);
+    poll_child("SB", "0", "B", &none); /* B's test server connected first */
+    poll_child("SA", "0", "A", &none);
+    start_call(&c, "c1", "stop_play"); /* A is active (first) */
+    wait_depth(1);
+    ck_assert_int_eq(poll_child("SB", "0", "B", &none), 0);
+    for (int i = 0; i < 20 && poll_child("SA", "0", "A", &cmd) != 1; i++)
+        ;
+    ck_assert_str_eq(cmd.id, "c1");
+    bridge_result(b, "c1", true, "1", 1, true);
+    end_call(&c);
+    bridge_command_cleanup(&cmd);
+    bridge_reply_cleanup(&c.rep);
+    ck_assert_int_eq(bridge_set_active(b, "B", &err), 0);
+    start_call(&c, "c2", "get_studio_mode");
+    wait_depth(1);
+    ck_assert_int_eq(poll_child("SA", "0", "A", &none), 0);
+    for (int i = 0; i < 20 && poll_child("SB", "0", "B", &cmd) != 1; i++)
+        ;
+    ck_assert_str_eq(cmd.id, "c2");
+    bridge_result(b, "c2", true, "1", 1, true);
+    end_call(&c);
+    bridge_command_cleanup(&cmd);
+    bridge_reply_cleanup(&c.rep);
+}
+END_TEST
+
+static bool listed(const char *id)
+{
+    cJSON *st = bridge_status_json(b);
+    const cJSON *in;
+    bool found = false;
+
+    cJSON_ArrayForEach(in, cJSON_GetObjectItem(st, "instances"))
+    {
+        found = found || strcmp(cJSON_GetObjectItem(in, "id")->valuestring, id) == 0;
+    }
+    cJSON_Delete(st);
+    return found;
+}
+
+/* F15: a reloaded plugin's old instance (same place and name, idle) is replaced by the new one
+ * at once, and the commands it held fail as disconnected; a live window of the same place
+ * (a poll waiting, or one that just ended) is left alone. */
+START_TEST(test_bridge_new_instance_replaces_its_idle_old_self)
+{
+    struct bridge_command cmd, none;
+    struct call c;
+
+    place_of_polls = "5";
+    poll_as("OLD", BRIDGE_ROLE_EDIT, "5", &none);
+    start_call(&c, "c1", "set_property");
+    poll_until_command("OLD", BRIDGE_ROLE_EDIT, &cmd); /* it took a command, then went away */
+    bridge_command_cleanup(&cmd);
+    poll_as("NEW", BRIDGE_ROLE_EDIT, "5", &none); /* right away: OLD polled just now */
+    ck_assert(listed("OLD"));
+    advance(BRIDGE_REPLACE_MS);
+    poll_as("NEW", BRIDGE_ROLE_EDIT, "5", &none);
+    ck_assert(!listed("OLD"));
+    end_call(&c);
+    ck_assert_int_eq(c.rc, -1);
+    ck_assert_ptr_nonnull(strstr(c.rep.data, "replaced by a new plugin instance"));
+    bridge_reply_cleanup(&c.rep);
+    /* Another place's window is never replaced. */
+    poll_as("OTHER", BRIDGE_ROLE_EDIT, "6", &none);
+    advance(BRIDGE_REPLACE_MS);
+    poll_as("NEW", BRIDGE_ROLE_EDIT, "5", &none);
+    ck_assert(listed("OTHER") && listed("NEW"));
+}
+END_TEST
+
 START_TEST(test_bridge_only_play_instances_get_nothing_for_edit_tools)
 {
     struct bridge_command none;
@@ -666,6 +757,8 @@ static Suite *bridge_suite(void)
     tcase_add_test(route, test_bridge_active_moves_on_when_it_goes);
     tcase_add_test(route, test_bridge_play_tools_go_to_the_play_server);
     tcase_add_test(route, test_bridge_only_play_instances_get_nothing_for_edit_tools);
+    tcase_add_test(route, test_bridge_play_tools_follow_the_parent_window);
+    tcase_add_test(route, test_bridge_new_instance_replaces_its_idle_old_self);
     suite_add_tcase(s, route);
     return s;
 }

@@ -22,8 +22,10 @@ def("BasePart", {
 		Anchored = false, CanCollide = true, Locked = false, Transparency = 0, Reflectance = 0,
 		Size = V3.new(4, 1, 2), CFrame = CF.new(), Color = C3.fromRGB(163, 162, 165),
 		BrickColor = D.BrickColor.new("Medium stone grey"), Material = D.Enum.Material.Plastic,
-		Massless = false,
+		Massless = false, CustomPhysicalProperties = I.nilOf("PhysicalProperties"),
 	},
+	-- float32 and Color3uint8 storage, as in the engine (gap 2 of the audit)
+	store = { Transparency = I.storeFloat, Reflectance = I.storeFloat, Color = I.storeColor8, Size = I.storeVector3 },
 	computed = {
 		Position = {
 			get = function(p) return state[p].props.CFrame.Position end,
@@ -63,9 +65,17 @@ def("GuiObject", {
 	},
 })
 def("Frame", { super = "GuiObject" })
-def("TextLabel", { super = "GuiObject", props = { Text = "Label", TextColor3 = C3.new(0, 0, 0), TextSize = 14 } })
+def("TextLabel", { super = "GuiObject", props = { Text = "Label", TextColor3 = C3.new(0, 0, 0), TextSize = 14,
+	FontFace = D.Font.new("rbxasset://fonts/families/LegacyArial.json") } })
 def("TextButton", { super = "GuiObject", props = { Text = "Button", TextColor3 = C3.new(0, 0, 0), TextSize = 14 } })
-def("ImageLabel", { super = "GuiObject", props = { Image = "", SliceCenter = D.Rect.new(0, 0, 0, 0) } })
+def("ImageLabel", { super = "GuiObject", props = { Image = "", SliceCenter = D.Rect.new(0, 0, 0, 0),
+	ImageContent = D.Content.none } })
+def("Handles", { props = { Faces = D.Faces.new(D.Enum.NormalId.Top, D.Enum.NormalId.Bottom) } })
+def("ArcHandles", { props = { Axes = D.Axes.new(D.Enum.Axis.X) } })
+def("Vector3int16Holder", { creatable = false, props = { Cell = D.Vector3int16.new(0, 0, 0),
+	Offset = D.Vector2int16.new(0, 0), Area = D.Region3.new(V3.new(0, 0, 0), V3.new(2, 2, 2)),
+	Cells = D.Region3int16.new(D.Vector3int16.new(0, 0, 0), D.Vector3int16.new(1, 1, 1)),
+	Beam = D.Ray.new(V3.new(0, 0, 0), V3.new(0, 0, 1)) } })
 def("UIPadding", { props = { PaddingLeft = D.UDim.new(0, 0), PaddingRight = D.UDim.new(0, 0),
 	PaddingTop = D.UDim.new(0, 0), PaddingBottom = D.UDim.new(0, 0) } })
 def("UIListLayout", { props = { SortOrder = D.Enum.SortOrder.LayoutOrder, Padding = D.UDim.new(0, 0) } })
@@ -110,6 +120,17 @@ service("Teams")
 service("SoundService", { props = { RespectFilteringEnabled = true } })
 service("Chat")
 service("TextChatService")
+-- Studio and plugin internals (gap 8): other plugins' widgets live in PluginGuiService; CoreGui
+-- holds instances a plugin may not even name (reading .Name raises, as for RobotoGui's guts).
+service("CoreGui")
+service("PluginGuiService")
+def("LockedScript", {
+	super = "Script",
+	creatable = false,
+	computed = {
+		Name = { get = function() error("The current thread cannot access 'RobloxGui' (lacking capability RobloxScript)", 2) end },
+	},
+})
 
 ---------------------------------------------------------------- HttpService
 -- JSONEncode behaves like Roblox's: numbers with full precision (%.17g, so doubles round-trip;
@@ -310,6 +331,8 @@ service("ScriptEditorService", {
 			if type(new) ~= "string" then
 				error("UpdateSourceAsync: callback must return a string", 2)
 			end
+			-- The editor keeps "\n" line endings (a "\r\n" text reads back without the "\r").
+			new = new:gsub("\r\n", "\n")
 			st.props.Source = new
 			st.editorSource = nil
 			sst.updates = (sst.updates or 0) + 1
