@@ -110,7 +110,9 @@ function Ui.new(plugin, env, handlers, initial)
 		self.noWidget = tostring(widget == nil and "no widget" or (okW and "no widget" or widget))
 	end
 	self.widget = widget
-	self.widget.Title = "Runbox Bridge"
+	pcall(function()
+		self.widget.Title = "Runbox Bridge" -- the stand-in Frame has no Title
+	end)
 
 	local root = make(env, "Frame", {
 		Name = "Root",

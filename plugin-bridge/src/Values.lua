@@ -586,7 +586,31 @@ function Values.near(a, b)
 		end
 		return true
 	end
-	return a == b
+	if a == b then
+		return true
+	end
+	-- Records (Font, PhysicalProperties, Faces, ...): equal encodings, numbers within tolerance.
+	local enc = encoders[t]
+	if enc then
+		local function same(x, y)
+			if type(x) == "table" and type(y) == "table" then
+				for k, v in pairs(x) do
+					if not same(v, y[k]) then
+						return false
+					end
+				end
+				for k in pairs(y) do
+					if x[k] == nil then
+						return false
+					end
+				end
+				return true
+			end
+			return close(x, y)
+		end
+		return same(enc(a), enc(b))
+	end
+	return false
 end
 
 ---------------------------------------------------------------- properties

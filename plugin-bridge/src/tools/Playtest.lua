@@ -35,6 +35,7 @@ local Values = require(script.Parent.Parent.Values)
 local Globals = require(script.Parent.Parent.Globals)
 local U = require(script.Parent.Util)
 local PlayStop = require(script.Parent.PlayStop)
+local PlayRunner = require(script.Parent.PlayRunner)
 
 local RUNNER_NAME = "RunboxPlayRunner"
 local START_WAIT = 0.5 -- seconds to wait for a start that fails after yielding
@@ -139,64 +140,6 @@ local function startSession(args, ctx, kind)
 		error("could not start the test: " .. tostring(session.last.result), 0)
 	end
 	return { started = kind, note = "the test runs until stop_play; check with get_studio_mode" }
-end
-
--- The Luau source of the temporary server Script: the user's code first, as a vararg function
--- that sees none of the runner's locals, then the runner.
-function P.wrapUser(code)
-	return "local __runbox_user = function(...)\n" .. code .. "\nend\n"
-end
-
-function P.runnerSource(code, timeout, nonce)
-	return table.concat({
-		P.wrapUser(code),
-		"local __runbox = {}",
-		"do",
-		"\tlocal STS = game:GetService(\"StudioTestService\")",
-		"\tlocal RunService = game:GetService(\"RunService\")",
-		"\tlocal okArgs, args = pcall(function() return STS:GetTestArgs() end)",
-		"\tif not RunService:IsStudio() or not okArgs or type(args) ~= \"table\" or type(args.runbox) ~= \"table\"",
-		"\t\tor args.runbox.nonce ~= " .. string.format("%q", nonce) .. " then",
-		"\t\treturn -- not the test Runbox started for this code (a stale copy of the runner)",
-		"\tend",
-		"\tlocal LogService = game:GetService(\"LogService\")",
-		"\tlocal HttpService = game:GetService(\"HttpService\")",
-		"\tlocal logs, started, finished = {}, os.clock(), false",
-		"\tlocal conn = LogService.MessageOut:Connect(function(message, kind)",
-		"\t\tif #logs < 500 then",
-		"\t\t\tlocal level = \"info\"",
-		"\t\t\tif kind == Enum.MessageType.MessageWarning then level = \"warn\"",
-		"\t\t\telseif kind == Enum.MessageType.MessageError then level = \"error\" end",
-		"\t\t\ttable.insert(logs, { level = level, message = message })",
-		"\t\tend",
-		"\tend)",
-		"\tlocal function finish(result)",
-		"\t\tif finished then return end",
-		"\t\tfinished = true",
-		"\t\tconn:Disconnect()",
-		"\t\tresult.logs = logs",
-		"\t\tresult.duration = os.clock() - started",
-		"\t\tSTS:EndTest(result)",
-		"\tend",
-		"\ttask.delay(" .. string.format("%d", timeout) .. ", function()",
-		"\t\tfinish({ success = false, isTimeout = true, error = \"timed out after " .. timeout .. " s\" })",
-		"\tend)",
-		"\ttask.spawn(function()",
-		"\t\tlocal ok, value = pcall(__runbox_user)",
-		"\t\tif ok then",
-		"\t\t\tif type(value) == \"table\" then",
-		"\t\t\t\tlocal okJ, text = pcall(function() return HttpService:JSONEncode(value) end)",
-		"\t\t\t\tvalue = okJ and text or tostring(value)",
-		"\t\t\telseif value ~= nil then",
-		"\t\t\t\tvalue = tostring(value)",
-		"\t\t\tend",
-		"\t\t\tfinish({ success = true, value = value })",
-		"\t\telse",
-		"\t\t\tfinish({ success = false, error = tostring(value) })",
-		"\t\tend",
-		"\tend)",
-		"end",
-	}, "\n")
 end
 
 -- Runs compiled code in this (test server) DataModel with print/warn captured, waiting up to
@@ -335,7 +278,7 @@ T.run_script_in_play_mode = {
 			error("mode must be \"start_play\" or \"run_server\"", 0)
 		end
 		-- Compile exactly what the runner will hold: a vararg function around the code.
-		local fn, cerr = loadstring(P.wrapUser(code) .. "return __runbox_user", "=run_script_in_play_mode")
+		local fn, cerr = loadstring(PlayRunner.wrapUser(code) .. "return __runbox_user", "=run_script_in_play_mode")
 		if not fn then
 			error("compile error: " .. tostring(cerr) .. " (the test was not started)", 0)
 		end
@@ -356,7 +299,7 @@ T.run_script_in_play_mode = {
 		local nonce = U.svc(ctx, "HttpService"):GenerateGUID(false)
 		local runner = Instance.new("Script")
 		runner.Name = RUNNER_NAME
-		runner.Source = P.runnerSource(code, timeout, nonce)
+		runner.Source = PlayRunner.source(code, timeout, nonce)
 		runner.Parent = sss
 		local sts = U.svc(ctx, "StudioTestService")
 		session.running = true
