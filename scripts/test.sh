@@ -111,6 +111,8 @@ stage_lune() {
     bash scripts/get-lune.sh "$dir"
     lua5.1 plugin-bridge/build.lua
     RUNBOX_ROOT=$root "$dir/lune" run plugin-bridge/tests/lune/run.luau
+    LUNE=$dir/lune RUNBOXD=$root/build/daemon/runboxd RUNBOX=$root/build/mcp-proxy/runbox \
+        node --test tests/lune/
 }
 
 stage_asan_build() {
