@@ -201,12 +201,12 @@ test("the catalog has the 46 Studio tools of issue 4 plus the session and histor
 		"delete_script_lines", "get_attribute", "set_attribute", "get_attributes", "delete_attribute", "get_tags",
 		"add_tag", "remove_tag", "get_tagged", "get_selection", "execute_luau", "get_console_output",
 		"clear_console_output", "start_play", "stop_play", "run_server", "get_studio_mode", "run_script_in_play_mode",
-		"insert_model", "list_studios", "set_active_studio", "undo", "redo" }
-	eq(#expected, 50)
+		"insert_model", "list_studios", "set_active_studio", "undo", "redo", "check_syntax" }
+	eq(#expected, 51)
 	for _, n in ipairs(expected) do
 		truthy(catalog[n], "catalog entry for " .. n)
 	end
-	eq(#order, 50, "tools in studio-*.json")
+	eq(#order, 51, "tools in studio-*.json")
 end)
 
 test("routes: the daemon answers exactly the four local tools", function()
@@ -245,6 +245,10 @@ for _, n in ipairs(order) do
 			local http = place.game:GetService("HttpService")
 			local okJ, text = pcall(http.JSONEncode, http, res)
 			truthy(okJ, n .. " result is not JSON-able: " .. tostring(text))
+			-- Every Studio tool declares an outputSchema of type object, so the answer must be a
+			-- JSON object (the MCP result's structuredContent).
+			eq(catalog[n].outputSchema and catalog[n].outputSchema.type, "object", n .. " outputSchema")
+			eq(string.sub(text, 1, 1), "{", n .. " answers a JSON object: " .. string.sub(text, 1, 80))
 		end)
 		test(n .. " reads every argument the catalog declares", function()
 			local place, Tools = freshCtx()
