@@ -16,6 +16,7 @@
  * Instances are pruned lazily: every operation first drops the instances that have not started
  * a poll within stale_ms and fails the commands addressed to them. */
 #include "bridge.h"
+#include "bridge_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -48,6 +49,7 @@ struct cmd {
     enum cmd_state state;
     int64_t deadline_ms; /* bridge clock */
     int64_t budget_ms;   /* deadline_ms - the time it was queued */
+    size_t ahead;        /* commands for the same instance queued or running when it came */
     pthread_cond_t cond;
     struct bridge_reply reply; /* written by whoever moves the state to DONE */
 };
@@ -87,6 +89,7 @@ struct bridge {
     size_t queue_max;
     int64_t (*clock_ms)(void *arg);
     void *clock_arg;
+    struct bridge_ops *ops; /* operation_id answers (own lock; never used under mu) */
 };
 
 /* ---- time ---- */
@@ -168,6 +171,14 @@ struct bridge *bridge_new(const struct bridge_options *opt, struct errinfo *err)
         errinfo_set(err, ERR_INTERNAL, "cannot create the Studio bridge's condition variable");
         return NULL;
     }
+    b->ops = bridge_ops__new();
+    if (!b->ops) {
+        pthread_cond_destroy(&b->poll_cond);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        errinfo_set(err, ERR_NOMEM, "out of memory for the Studio bridge");
+        return NULL;
+    }
     return b;
 }
 
@@ -176,6 +187,7 @@ void bridge_free(struct bridge *b)
     if (!b)
         return;
     /* Every command belongs to a running bridge_call, and none may run now. */
+    bridge_ops__free(b->ops);
     pthread_cond_destroy(&b->poll_cond);
     pthread_mutex_destroy(&b->mu);
     free(b);
@@ -630,6 +642,10 @@ static int enqueue(struct bridge *b, struct cmd *c, const cJSON *args)
         return -1;
     }
     memcpy(c->target, t->id, sizeof(c->target));
+    c->ahead = 0;
+    for (const struct cmd *o = b->head; o; o = o->next)
+        if (o->state != CMD_DONE && strcmp(o->target, t->id) == 0)
+            c->ahead++;
     c->budget_ms = bridge_deadline_for(c->tool, args, b->deadline_ms);
     c->deadline_ms = now + c->budget_ms;
     c->next = NULL;
@@ -673,34 +689,80 @@ static void wait_done(struct bridge *b, struct cmd *c)
     }
 }
 
-int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON *args,
-                struct bridge_reply *out)
+/* Sends c and waits for it (the lock is taken here). */
+static void run_cmd(struct bridge *b, struct cmd *c, const cJSON *args)
 {
-    struct cmd *c = NULL;
-    int64_t t0;
-
-    memset(out, 0, sizeof(*out));
-    out->kind = ERR_NOMEM;
-    c = new_cmd(id, tool, args);
-    if (!c)
-        goto nomem;
     pthread_mutex_lock(&b->mu);
-    t0 = now_ms(b);
     if (enqueue(b, c, args) == 0) {
         wait_done(b, c);
         unlink_cmd(b, c);
         remember_finished(b, c->id);
     }
     pthread_mutex_unlock(&b->mu);
+}
+
+/* The call's operation_id, or NULL. */
+static const char *operation_of(const cJSON *args)
+{
+    const cJSON *op = args ? cJSON_GetObjectItemCaseSensitive(args, "operation_id") : NULL;
+
+    return cJSON_IsString(op) && op->valuestring[0] ? op->valuestring : NULL;
+}
+
+int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON *args,
+                struct bridge_reply *out)
+{
+    const char *op = operation_of(args);
+    cJSON *sent = NULL; /* args without operation_id */
+    struct cmd *c = NULL;
+    size_t ahead;
+    int64_t t0 = now_ms(b);
+
+    memset(out, 0, sizeof(*out));
+    out->kind = ERR_NOMEM;
+    if (op) {
+        enum bridge_op_claim cl = bridge_ops__claim(b->ops, tool, op, b->deadline_ms, out);
+
+        if (cl != BRIDGE_OP_RUN) {
+            if (cl == BRIDGE_OP_REPLAY)
+                (void)bridge__add_member(out, "replayed", "true");
+            log_debug("bridge: call %s %s: operation_id %s %s", id, tool, op,
+                      cl == BRIDGE_OP_REPLAY ? "answered again" : "still running");
+            if (!out->data)
+                goto nomem;
+            return out->ok ? 0 : -1;
+        }
+        sent = cJSON_Duplicate(args, true);
+        if (sent)
+            cJSON_DeleteItemFromObjectCaseSensitive(sent, "operation_id");
+    }
+    c = (!op || sent) ? new_cmd(id, tool, sent ? sent : args) : NULL;
+    if (!c)
+        goto nomem;
+    run_cmd(b, c, args);
     *out = c->reply;
+    ahead = c->ahead;
     memset(&c->reply, 0, sizeof(c->reply));
     free_cmd(c);
+    cJSON_Delete(sent);
+    sent = NULL;
+    if (op) /* kept when the plugin answered: ok, or its own failure */
+        bridge_ops__finish(b->ops, tool, op, out, out->ok || out->kind == ERR_INVALID);
     if (!out->data)
         goto nomem;
+    if (ahead > 0) {
+        char n[24];
+
+        snprintf(n, sizeof(n), "%zu", ahead);
+        (void)bridge__add_member(out, "queue_ahead", n);
+    }
     log_debug("bridge: call %s %s %s after %" PRId64 " ms", id, tool, out->ok ? "ok" : "failed",
               now_ms(b) - t0);
     return out->ok ? 0 : -1;
 nomem:
+    if (op && !c)
+        bridge_ops__finish(b->ops, tool, op, out, false);
+    cJSON_Delete(sent);
     bridge_reply_cleanup(out);
     out->kind = ERR_NOMEM;
     out->data = NULL;

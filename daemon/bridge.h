@@ -50,6 +50,8 @@
 #define BRIDGE_ID_MAX         64          /* instance ids and command ids, bytes with the NUL */
 #define BRIDGE_TEXT_MAX       200         /* place and name, bytes kept (longer ones are cut) */
 #define BRIDGE_REPLACE_MS     3000        /* an edit instance idle this long yields to a new one */
+#define BRIDGE_OP_WINDOW_MS   600000      /* an operation_id's answer is replayed this long */
+#define BRIDGE_OPS_MAX        64          /* operation_ids remembered at once */
 
 enum bridge_role { BRIDGE_ROLE_EDIT, BRIDGE_ROLE_SERVER, BRIDGE_ROLE_CLIENT };
 
@@ -135,7 +137,14 @@ struct bridge_reply {
 
 void bridge_reply_cleanup(struct bridge_reply *r); /* safe on a zeroed struct */
 
-/* Sends a command and waits for its result. id is the call id (copied; must pass
+/* Sends a command and waits for its result. Retry safety: when args has an "operation_id"
+ * (a string), a call of the same tool with the same id within BRIDGE_OP_WINDOW_MS gets a copy of
+ * the first call's answer (a JSON object answer gains "replayed": true) instead of being sent
+ * again; while the first still runs, the repeat waits for it (up to the deadline). Only answers
+ * the plugin gave are kept; a call that failed before or without one (not connected, timed
+ * out, cancelled) may be repeated. The plugin never sees operation_id. When other commands for
+ * the same Studio were queued or running ahead of it, a JSON object answer gains
+ * "queue_ahead": N. id is the call id (copied; must pass
  * bridge_id_ok), args the validated arguments object (borrowed; copied as JSON). Fills *out
  * (the result, or why the call failed: no Studio connected, with how to connect; the target
  * disconnected or stopped polling; the queue is full; the deadline passed; the plugin's own

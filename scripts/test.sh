@@ -112,7 +112,7 @@ stage_lune() {
     lua5.1 plugin-bridge/build.lua
     RUNBOX_ROOT=$root "$dir/lune" run plugin-bridge/tests/lune/run.luau
     LUNE=$dir/lune RUNBOXD=$root/build/daemon/runboxd RUNBOX=$root/build/mcp-proxy/runbox \
-        node --test tests/lune/
+        node --test tests/lune/*.test.mjs
 }
 
 stage_asan_build() {

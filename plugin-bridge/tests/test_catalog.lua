@@ -74,6 +74,7 @@ local SAMPLES = {
 	count = 2,
 	max_chars = 1000,
 	restart = true,
+	operation_id = "op-1",
 	before = "local setup = 1",
 	objects = { { class_name = "Part", parent = "Workspace", name = "A" },
 		{ class_name = "Folder", parent = "ReplicatedStorage" } },
@@ -257,7 +258,10 @@ for _, n in ipairs(order) do
 			local ok, res = pcall(Tools.get(n).run, proxy, place.ctx)
 			truthy(ok, n .. " failed with all arguments: " .. tostring(res))
 			for name in pairs(catalog[n].inputSchema.properties or {}) do
-				truthy(seen[name], n .. " never reads declared argument \"" .. name .. "\"")
+				-- operation_id is the daemon's: it answers repeats itself and never sends it on
+				if name ~= "operation_id" then
+					truthy(seen[name], n .. " never reads declared argument \"" .. name .. "\"")
+				end
 			end
 		end)
 	end

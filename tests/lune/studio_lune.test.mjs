@@ -4,7 +4,7 @@
 // runbox over stdio. Run by test.sh's lune stage:
 //
 //   LUNE=build-lune/lune RUNBOXD=build/daemon/runboxd RUNBOX=build/mcp-proxy/runbox \
-//     node --test tests/lune/
+//     node --test tests/lune/*.test.mjs
 //
 // It fails, never skips, when LUNE is not set: the stage exists to prove the plugin on Luau.
 import { test } from 'node:test';
@@ -95,6 +95,16 @@ test('the plugin under Lune answers Studio tools that runbox sends through runbo
   const undo = parse(await p.callTool('undo', {}));
   assert.equal(undo.done, true);
   assert.match(undo.step, /^Runbox: /);
+
+  // retry safety: the same operation_id twice creates one instance; the repeat says replayed
+  const args = { class_name: 'Part', parent: 'Workspace', name: 'Once', operation_id: 'e2e-op-1' };
+  const first = parse(await p.callTool('create_object', args));
+  assert.equal(first.path, 'Workspace.Once');
+  const again = parse(await p.callTool('create_object', args));
+  assert.equal(again.replayed, true);
+  assert.equal(again.path, 'Workspace.Once');
+  const kids = parse(await p.callTool('get_instance_children', { path: 'Workspace' }));
+  assert.equal(kids.children.filter((k) => k.name.startsWith('Once')).length, 1);
 
   const bad = await p.callTool('set_property', { path: 'Workspace.Model.Part', property: 'Size', value: 'big' });
   assert.equal(bad.isError, true);
