@@ -26,6 +26,8 @@ struct call_service;
 #define API_THREADS      320  /* civetweb workers; a keep-alive connection or stream keeps one */
 #define API_KEEPALIVE_MS 2000 /* idle keep-alive connections are closed after this */
 
+struct catalog;
+
 struct api_options {
     const char *bind;              /* numeric address to listen on; copied */
     int port;                      /* 0 = any free port */
@@ -38,6 +40,8 @@ struct api_options {
     int threads;                   /* civetweb workers (0: API_THREADS); a stream holds one */
     int mcp_sessions;              /* MCP sessions at once (0: the library's default) */
     int mcp_session_idle_s;        /* an unused /mcp session expires (0: the default) */
+    const struct catalog *catalog; /* the tools served (--tools); borrowed, must outlive the
+                                      api; NULL for the whole built-in catalog */
 };
 
 struct api; /* opaque */

@@ -178,7 +178,7 @@ static int handle_poll(const struct tools_ctx *ctx, struct mg_connection *conn)
     const char *qs = mg_get_request_info(conn)->query_string;
     size_t qlen = qs ? strlen(qs) : 0;
     char id[BRIDGE_ID_MAX] = "default", role[16] = "edit", place[BRIDGE_TEXT_MAX] = "",
-         name[BRIDGE_TEXT_MAX] = "";
+         name[BRIDGE_TEXT_MAX] = "", parent[BRIDGE_ID_MAX] = "";
     struct bridge_instance_info inst;
     struct bridge_command cmd;
     struct errinfo err = {0};
@@ -192,8 +192,12 @@ static int handle_poll(const struct tools_ctx *ctx, struct mg_connection *conn)
     if (qs) {
         (void)mg_get_var(qs, qlen, "place", place, sizeof(place));
         (void)mg_get_var(qs, qlen, "name", name, sizeof(name));
+        /* A parent that is not an id (too long, odd bytes) is dropped, not refused. */
+        if (mg_get_var(qs, qlen, "parent", parent, sizeof(parent)) < 0)
+            parent[0] = '\0';
     }
-    inst = (struct bridge_instance_info){.id = id, .place = place, .name = name};
+    inst = (struct bridge_instance_info){
+        .id = id, .place = place, .name = name, .parent = parent[0] ? parent : NULL};
     r = bridge_parse_role(role);
     if (r < 0)
         return reply_error(conn, 400, "role must be edit, server or client", false);

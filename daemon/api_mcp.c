@@ -34,6 +34,7 @@ struct api_mcp {
     const struct tools_ctx *tools;
     struct call_service *calls;
     struct connwatch *watch;
+    const struct catalog *cat; /* the tools served */
     struct mcp_server *srv;
     struct mcp_http *http;
 };
@@ -354,7 +355,7 @@ static int add_content(struct api_mcp *a, struct errinfo *err)
         .arg = a,
     };
 
-    return catalog_register_tools(catalog_builtin(), a->srv, on_tool, a, err) < 0 ||
+    return catalog_register_tools(a->cat, a->srv, on_tool, a, err) < 0 ||
                    mcp_server_add_resource_template(a->srv, &files, err) < 0 ||
                    mcp_server_set_resource_provider(a->srv, on_resources_list, on_resources_read, a,
                                                     err) < 0 ||
@@ -390,6 +391,7 @@ struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *e
     }
     a->tools = opt->tools;
     a->calls = opt->calls;
+    a->cat = opt->catalog ? opt->catalog : catalog_builtin();
     a->watch = opt->watch;
     a->srv = mcp_server_new(&info, err);
     if (!a->srv || add_content(a, err) < 0)

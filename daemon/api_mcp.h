@@ -33,6 +33,7 @@ struct api_mcp_options {
     const struct tools_ctx *tools; /* borrowed */
     struct call_service *calls;    /* borrowed */
     struct connwatch *watch;       /* borrowed: cancels calls whose client went away */
+    const struct catalog *catalog; /* the tools served (--tools); borrowed */
     int sessions_max;              /* --mcp-sessions */
     int session_idle_s;            /* --mcp-session-idle-s */
 };

@@ -2,8 +2,10 @@
  * of play-mode tools, deadlines, role names, id checks, the sanitizer for Roblox's JSON and the
  * streaming id finder for result bodies too large to keep. No state, no locks, no I/O. */
 #include "bridge.h"
+#include "bridge_int.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <math.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -224,4 +226,48 @@ void bridge_idscan_feed(struct bridge_idscan *s, const char *p, size_t n)
         else
             scan_string_char(s, p[i]);
     }
+}
+
+/* ---- answers ---- */
+
+static size_t skip_space(const char *s, size_t i, size_t len)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+        i++;
+    return i;
+}
+
+int bridge__add_member(struct bridge_reply *r, const char *name, const char *value_json)
+{
+    size_t open, rest, extra, n;
+    bool empty;
+    char *p;
+    int w;
+
+    if (!r->ok || !r->is_json || !r->data)
+        return 0;
+    open = skip_space(r->data, 0, r->len);
+    if (open == r->len || r->data[open] != '{')
+        return 0;
+    rest = skip_space(r->data, open + 1, r->len);
+    empty = rest < r->len && r->data[rest] == '}';
+    /* "name":value, -- the comma only when the object has members */
+    extra = strlen(name) + strlen(value_json) + 4;
+    p = malloc(r->len + extra + 1);
+    if (!p)
+        return -1;
+    memcpy(p, r->data, open + 1);
+    w = snprintf(p + open + 1, extra + 1, "\"%s\":%s%s", name, value_json, empty ? "" : ",");
+    if (w < 0 || (size_t)w > extra) {
+        free(p);
+        return -1;
+    }
+    n = open + 1 + (size_t)w;
+    memcpy(p + n, r->data + open + 1, r->len - open - 1);
+    n += r->len - open - 1;
+    p[n] = '\0';
+    free(r->data);
+    r->data = p;
+    r->len = n;
+    return 0;
 }

@@ -21,7 +21,7 @@
 
 static const char *const file_keys =
     "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
-    "http_threads, mcp_sessions, mcp_session_idle_s, exec_<limit>";
+    "tools, http_threads, mcp_sessions, mcp_session_idle_s, exec_<limit>";
 
 /* The numeric server settings: a flag and a file key each, with their range. */
 static const struct num_setting {
@@ -134,11 +134,13 @@ void config_cleanup(struct config *cfg)
     free(cfg->workspace);
     free(cfg->config_file);
     free(cfg->user);
+    free(cfg->tools);
     free(cfg->token_file);
     if (cfg->token)
         memset(cfg->token, 0, strlen(cfg->token)); /* do not leave the secret in freed memory */
     free(cfg->token);
     cfg->workspace = cfg->config_file = cfg->user = cfg->token_file = cfg->token = NULL;
+    cfg->tools = NULL;
 }
 
 bool config_is_loopback(const char *addr)
@@ -273,14 +275,16 @@ static int file_string(struct config *cfg, const char *path, const cJSON *item, 
         return set_file_path(cfg, &cfg->token_file, src, item->valuestring, err);
     if (strcmp(key, "log_level") == 0)
         return set_log_level(cfg, src, item->valuestring, err);
+    if (strcmp(key, "tools") == 0)
+        return set_nonempty(&cfg->tools, src, "a tool profile", item->valuestring, err);
     return set_nonempty(&cfg->user, src, "a user name", item->valuestring, err); /* "user" */
 }
 
 static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
 {
     const char *key = item->string;
-    static const char *const string_keys[] = {"bind", "workspace", "token_file", "log_level",
-                                              "user"};
+    static const char *const string_keys[] = {"bind",      "workspace", "token_file",
+                                              "log_level", "user",      "tools"};
 
     if (strcmp(key, "port") == 0) {
         double d = item->valuedouble;
@@ -386,6 +390,7 @@ enum opt_id {
     OPT_NO_FSYNC,
     OPT_NO_CGROUP,
     OPT_TOKEN_FILE,
+    OPT_TOOLS,
     OPT_VERSION,
     OPT_HELP
 };
@@ -407,6 +412,7 @@ static const struct opt opts[] = {
     {"--no-fsync", OPT_NO_FSYNC, false},
     {"--no-cgroup", OPT_NO_CGROUP, false},
     {"--token-file", OPT_TOKEN_FILE, true},
+    {"--tools", OPT_TOOLS, true},
     {"--version", OPT_VERSION, false},
     {"--help", OPT_HELP, false},
     {"-h", OPT_HELP, false},
@@ -476,6 +482,8 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         free(cfg->token);
         cfg->token = NULL;
         return 0;
+    case OPT_TOOLS:
+        return set_nonempty(&cfg->tools, o->name, "a tool profile", v, err);
     case OPT_VERSION:
         cfg->show_version = true;
         return 0;
@@ -730,6 +738,8 @@ const char *config_usage(void)
            "                      create them)\n"
            "  --token-file FILE   require \"Authorization: Bearer <token>\" with the token in\n"
            "                      FILE (RUNBOX_TOKEN sets the token directly)\n"
+           "  --tools PROFILE     the tools served: all (default), sandbox, studio, readonly,\n"
+           "                      or a comma list of these and of groups (docs/tools.md)\n"
            "  --http-threads N    HTTP workers (320); every open MCP stream (SSE, WebSocket)\n"
            "                      holds one, and the rest serve requests\n"
            "  --mcp-sessions N    MCP sessions open at once on /mcp, /sse and /ws (256)\n"
@@ -749,7 +759,7 @@ const char *config_usage(void)
            "  --help              print this help and exit\n"
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
-           "allow_network, log_level, user, fsync, cgroup, token_file, http_threads,\n"
+           "allow_network, log_level, user, fsync, cgroup, token_file, tools, http_threads,\n"
            "mcp_sessions, mcp_session_idle_s, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
            "90000). Flags beat the environment, which beats the file.\n"
            "\n"

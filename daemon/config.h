@@ -43,6 +43,7 @@ struct config {
     bool cgroup;      /* cgroups for the sandboxes (default true; --no-cgroup turns it off) */
     char *token_file; /* owned, or NULL */
     char *token;      /* owned: from RUNBOX_TOKEN (when no --token-file); never logged */
+    char *tools;      /* owned: the tool profile (--tools, "tools"), or NULL for every tool */
     bool show_help;   /* --help: print config_usage() and exit 0 */
     bool show_version;
     const char *home;        /* borrowed from config_init's env: expands "~/" in the file's paths */

@@ -111,8 +111,8 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
     return proc_new(&popt, err);
 }
 
-static int serve(const struct config *cfg, struct vfs *v, struct console *console,
-                 struct cgroup *cg, const sigset_t *stop)
+static int serve(const struct config *cfg, const struct catalog *cat, struct vfs *v,
+                 struct console *console, struct cgroup *cg, const sigset_t *stop)
 {
     /* Without a bridge (out of memory) the Studio tools say it is not running. */
     struct tools_ctx tools = {.vfs = v, .console = console, .bridge = bridge_new(NULL, NULL)};
@@ -127,8 +127,9 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
         .threads = cfg->http_threads,
         .mcp_sessions = cfg->mcp_sessions,
         .mcp_session_idle_s = cfg->mcp_session_idle_s,
+        .catalog = cat,
     };
-    struct call_service_options copt = {.cat = catalog_builtin(), .tools = &tools};
+    struct call_service_options copt = {.cat = cat ? cat : catalog_builtin(), .tools = &tools};
 
     /* Every open stream holds a worker: leave 64 for requests. */
     copt.max[CALL_BUDGET_STREAM] = cfg->http_threads > 128 ? cfg->http_threads - 64 : 64;
@@ -177,11 +178,20 @@ int main(int argc, char *argv[])
     struct vfs *v = NULL;
     struct console *console = NULL;
     struct cgroup *cg = NULL;
+    struct catalog *cat = NULL;
     sigset_t stop;
     int status;
 
     log_init("runboxd");
     status = setup_config(&cfg, argc, argv);
+    if (status < 0) {
+        /* The tools served: a --tools profile of the built-in catalog. */
+        cat = catalog_select(catalog_builtin(), cfg.tools, &err);
+        if (!cat) {
+            fprintf(stderr, "runboxd: --tools %s: %s\n", cfg.tools ? cfg.tools : "", err.msg);
+            status = 2;
+        }
+    }
     if (status < 0)
         status = check_user(&cfg);
     if (status >= 0)
@@ -211,8 +221,9 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = serve(&cfg, v, console, cg, &stop);
+    status = serve(&cfg, cat, v, console, cg, &stop);
 out:
+    catalog_free(cat);
     cgroup_free(cg);
     console_free(console);
     vfs_free(v);

@@ -546,13 +546,6 @@ static void on_request(void *arg, struct mcp_call *call)
 
 static const struct mcp_transport stdio_transport = {.send = be_send};
 
-static const struct mcp_server_info proxy_info = {
-    .name = "runbox",
-    .version = RUNBOX_VERSION,
-    .instructions = "Runbox gives you a workspace of files. Paths are absolute inside the "
-                    "workspace (\"/\" is its root).",
-};
-
 /* Installs the SIGTERM/SIGINT handler and blocks both; *wait_mask is the mask to wait with
  * (both unblocked), *saved the mask to restore at the end. */
 static void block_stop_signals(sigset_t *saved, sigset_t *wait_mask)
@@ -586,12 +579,16 @@ static struct mcp_server *make_server(struct proxy *p, struct errinfo *err)
         .read = on_request,
     };
     struct mcp_resource_template t = files;
-    struct mcp_server *srv = mcp_server_new(&proxy_info, err);
+    const struct catalog *cat = p->cfg->catalog ? p->cfg->catalog : catalog_builtin();
+    /* The rules the listed tools share (paths, values) are said once, in the instructions. */
+    struct mcp_server_info info = {
+        .name = "runbox", .version = RUNBOX_VERSION, .instructions = catalog_instructions(cat)};
+    struct mcp_server *srv = mcp_server_new(&info, err); /* copies info */
 
     t.arg = p;
     if (!srv)
         return NULL;
-    if (catalog_register_tools(catalog_builtin(), srv, on_tool, p, err) < 0 ||
+    if (catalog_register_tools(cat, srv, on_tool, p, err) < 0 ||
         mcp_server_add_resource_template(srv, &t, err) < 0 ||
         mcp_server_set_resource_provider(srv, on_request, on_request, p, err) < 0 ||
         mcp_server_set_prompt_provider(srv, on_request, on_request, p, err) < 0) {

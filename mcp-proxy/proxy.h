@@ -21,11 +21,15 @@
 
 /* ---- the loop ---- */
 
+struct catalog;
+
 struct proxy_config {
     const char *daemon_url; /* base URL of runboxd, e.g. "http://127.0.0.1:7766" */
     const char *token;      /* sent as "Authorization: Bearer <token>", or NULL */
     long timeout_ms;        /* per tools/call; past it the call fails with "MCP proxy timeout" */
     bool autostart;         /* start runboxd when nothing listens at daemon_url */
+    const struct catalog *catalog; /* the tools served (a RUNBOX_TOOLS profile; borrowed), or
+                                      NULL for the whole built-in catalog */
 };
 
 /* Serves MCP on in_fd (requests) and out_fd (responses) until in_fd reaches end of file or

@@ -31,6 +31,7 @@ STAGES=(
     "npm          deps"
     "build        deps"
     "test         build npm"
+    "lune         build npm"
     "asan-build   deps"
     "asan-test    asan-build npm"
     "tsan-build   deps"
@@ -99,6 +100,19 @@ stage_build() {
 
 stage_test() {
     run_ctest build
+}
+
+# The plugin under real Luau: the bundle compiles, values and handlers against
+# reflection-backed Instances, the real poll loop against the real runboxd. Fails (never
+# skips) when Lune cannot be had.
+stage_lune() {
+    local dir=${RUNBOX_LUNE_DIR:-$root/build-lune}
+    use_node
+    bash scripts/get-lune.sh "$dir"
+    lua5.1 plugin-bridge/build.lua
+    RUNBOX_ROOT=$root "$dir/lune" run plugin-bridge/tests/lune/run.luau
+    LUNE=$dir/lune RUNBOXD=$root/build/daemon/runboxd RUNBOX=$root/build/mcp-proxy/runbox \
+        node --test tests/lune/*.test.mjs
 }
 
 stage_asan_build() {
