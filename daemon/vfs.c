@@ -483,6 +483,20 @@ static int open_parent_dir(const struct vfs *v, const char *norm, struct errinfo
     return make_parents(v, parent, norm, err);
 }
 
+bool vfs_is_temp_name(const char *name, size_t len)
+{
+    /* '.' + at least one byte + ".rbx-" + six letters or digits */
+    if (len < 13 || name[0] != '.' || memcmp(name + len - 11, ".rbx-", 5) != 0)
+        return false;
+    for (size_t i = len - 6; i < len; i++) {
+        char c = name[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return false;
+    }
+    return true;
+}
+
 /* Creates ".<name>.rbx-XXXXXX" with O_EXCL in dfd. Returns an owned fd, tmp holds its name. */
 static int make_temp(int dfd, const char *name, mode_t mode, char *tmp, size_t tmpsz)
 {
@@ -657,7 +671,7 @@ int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *ou
         list_open_error(v, norm, errno, err);
         return -1;
     }
-    if (vfs_read_names(dfd, max, &l, &out->total) < 0) {
+    if (vfs_read_names(dfd, max, true, &l, &out->total) < 0) {
         vfs_path_error(err, norm, errno);
         goto out;
     }

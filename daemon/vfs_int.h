@@ -32,11 +32,12 @@ struct vfs_namelist {
 
 void vfs_namelist_free(struct vfs_namelist *l); /* frees the names; the list is reusable */
 
-/* Reads the names in the directory dfd (borrowed), "." and ".." left out, appending them to l.
+/* Reads the names in the directory dfd (borrowed), "." and ".." left out (and with hide_temps,
+ * the names vfs_is_temp_name() flags), appending them to l.
  * With keep > 0 only the keep smallest names are kept (sorted) and *total (may be NULL) counts
  * all of them; the list is compacted whenever it doubles, so memory stays bounded by 2 * keep
  * names. Returns 0, or -1 with errno set. */
-int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total);
+int vfs_read_names(int dfd, size_t keep, bool hide_temps, struct vfs_namelist *l, size_t *total);
 
 /* One recursive removal: what it may touch and what it did. */
 struct vfs_rm {

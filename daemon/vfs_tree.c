@@ -65,7 +65,7 @@ static void namelist_sort_keep(struct vfs_namelist *l, size_t keep)
         free(l->names[--l->n]);
 }
 
-int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total)
+int vfs_read_names(int dfd, size_t keep, bool hide_temps, struct vfs_namelist *l, size_t *total)
 {
     int fd = dup(dfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -86,6 +86,8 @@ int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total)
             break;
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
+        if (hide_temps && vfs_is_temp_name(de->d_name, strlen(de->d_name)))
+            continue;
         if (total)
             (*total)++;
         if (namelist_push(l, de->d_name) < 0)
@@ -101,6 +103,60 @@ int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total)
 out:
     closedir(d);
     return rc;
+}
+
+/* ---- the sweep of stale write temporaries ---- */
+
+struct sweep {
+    dev_t dev;
+    time_t before;
+    size_t removed;
+};
+
+static void sweep_dir(int dfd, struct sweep *sw, int depth)
+{
+    struct vfs_namelist l = {0};
+
+    if (depth > REMOVE_DEPTH_MAX || vfs_read_names(dfd, 0, false, &l, NULL) < 0)
+        goto out;
+    for (size_t i = 0; i < l.n; i++) {
+        const char *name = l.names[i];
+        struct stat st;
+        int sub;
+
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != sw->dev)
+            continue;
+        if (S_ISREG(st.st_mode) && vfs_is_temp_name(name, strlen(name))) {
+            if (st.st_mtime < sw->before && unlinkat(dfd, name, 0) == 0)
+                sw->removed++;
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode))
+            continue;
+        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+            continue;
+        sweep_dir(sub, sw, depth + 1);
+        close(sub);
+    }
+out:
+    vfs_namelist_free(&l);
+}
+
+size_t vfs_sweep_temps(struct vfs *v, time_t before)
+{
+    struct sweep sw = {.before = before};
+    struct stat st;
+    int fd = openat(vfs_root_fd(v), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) == 0) {
+        sw.dev = st.st_dev;
+        sweep_dir(fd, &sw, 0);
+    }
+    close(fd);
+    return sw.removed;
 }
 
 /* ---- recursive removal (also used for :memory: roots) ---- */
@@ -123,7 +179,7 @@ static int rm_contents(int dfd, struct vfs_rm *c, int depth)
     struct vfs_namelist l = {0};
     int rc = -1;
 
-    if (vfs_read_names(dfd, 0, &l, NULL) < 0) {
+    if (vfs_read_names(dfd, 0, false, &l, NULL) < 0) {
         errinfo_sys(c->err, VFS_VP ": cannot read a directory inside", c->top);
         goto out;
     }
@@ -219,7 +275,7 @@ static void remove_stale_memory_dirs(const char *base)
 
     if (bfd < 0)
         return;
-    if (vfs_read_names(bfd, 0, &l, NULL) < 0)
+    if (vfs_read_names(bfd, 0, false, &l, NULL) < 0)
         goto out;
     for (size_t i = 0; i < l.n; i++) {
         const char *name = l.names[i];
