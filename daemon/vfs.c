@@ -35,6 +35,7 @@ struct vfs {
     int root_fd;     /* O_PATH|O_DIRECTORY */
     char *root_path; /* owned, absolute host path */
     bool memory;     /* a :memory: workspace, removed by vfs_free */
+    int mem_lock_fd; /* :memory: only: holds the directory's flock while we live, or -1 */
     dev_t root_dev;  /* recursive removes stay on this file system */
     bool fsync;
     size_t read_cap;
@@ -231,7 +232,7 @@ static int open_root(struct vfs *v, const char *dir, struct errinfo *err)
     int fd;
 
     if (v->memory) {
-        v->root_path = vfs_make_memory_dir(err);
+        v->root_path = vfs_make_memory_dir(&v->mem_lock_fd, err);
         if (!v->root_path)
             return -1;
     } else {
@@ -278,6 +279,7 @@ struct vfs *vfs_open(const char *dir, const struct vfs_options *opt, struct erri
         return NULL;
     }
     v->root_fd = -1;
+    v->mem_lock_fd = -1;
     v->fsync = opt ? opt->fsync : true;
     v->read_cap = opt && opt->read_cap ? opt->read_cap : VFS_READ_CAP;
     v->memory = strcmp(dir, VFS_MEMORY) == 0;
@@ -297,6 +299,8 @@ void vfs_free(struct vfs *v)
         close(v->root_fd);
     if (v->memory && v->root_path)
         vfs_remove_memory_dir(v->root_path, v->root_dev);
+    if (v->mem_lock_fd >= 0)
+        close(v->mem_lock_fd);
     free(v->root_path);
     free(v);
 }

@@ -54,8 +54,11 @@ int vfs_rm_tree_at(int pfd, const char *name, struct vfs_rm *c);
 
 /* Creates a private directory for a :memory: workspace under /dev/shm, $TMPDIR or /tmp,
  * first removing the ones left there by dead daemons. Returns its owned path (free with
- * free()) or NULL with err set. */
-char *vfs_make_memory_dir(struct errinfo *err);
+ * free()) or NULL with err set. *lock_fd gets an owned fd of the directory holding a shared
+ * flock for the daemon's life (close it after removing the directory): the mark of a live
+ * daemon that another daemon sees even from another pid namespace, where our pid means
+ * nothing. */
+char *vfs_make_memory_dir(int *lock_fd, struct errinfo *err);
 
 /* Removes the :memory: workspace directory path (a host path; modified during the call and
  * restored) and everything in it on file system dev; a failure is logged, not returned. */

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -264,9 +266,30 @@ int vfs_rm_tree_at(int pfd, const char *name, struct vfs_rm *c)
 
 /* ---- :memory: workspace directories ---- */
 
+/* True when the directory base/name is held by a live daemon: its shared flock (taken by
+ * vfs_make_memory_dir) blocks our exclusive one. Such a daemon may run in another pid
+ * namespace (a container sharing /dev/shm), where its pid in the name is no process of ours.
+ * A directory made in the last minute counts as live too: its daemon may not hold the lock
+ * yet. */
+static bool memory_dir_in_use(int bfd, const char *name, const struct stat *st)
+{
+    int fd;
+    bool busy;
+
+    if (st->st_mtime > time(NULL) - 60)
+        return true;
+    fd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return true;
+    busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
+    close(fd); /* releases our lock, if we got it */
+    return busy;
+}
+
 /* Removes runbox-mem-<pid>-* directories under base left by daemons that no longer run (killed
- * before vfs_free). The walk is fd-based with O_NOFOLLOW and stays on one file system, so a
- * planted symlink cannot widen what is removed. */
+ * before vfs_free): the pid is not running here and no daemon holds the directory's lock. The
+ * walk is fd-based with O_NOFOLLOW and stays on one file system, so a planted symlink cannot
+ * widen what is removed. */
 static void remove_stale_memory_dirs(const char *base)
 {
     size_t plen = strlen(MEM_PREFIX);
@@ -295,7 +318,7 @@ static void remove_stale_memory_dirs(const char *base)
         /* Root may take any owner's: a daemon started as root hands its directory to the user
          * it drops to, so its leftovers belong to that user. */
         if (fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-            (st.st_uid != geteuid() && geteuid() != 0))
+            (st.st_uid != geteuid() && geteuid() != 0) || memory_dir_in_use(bfd, name, &st))
             continue;
         c.dev = st.st_dev;
         if (vfs_rm_tree_at(bfd, name, &c) == 0)
@@ -309,7 +332,7 @@ out:
     close(bfd);
 }
 
-char *vfs_make_memory_dir(struct errinfo *err)
+char *vfs_make_memory_dir(int *lock_fd, struct errinfo *err)
 {
     const char *tmp = getenv("TMPDIR");
     const char *bases[] = {"/dev/shm", tmp && *tmp == '/' ? tmp : "/tmp", "/tmp"};
@@ -325,8 +348,21 @@ char *vfs_make_memory_dir(struct errinfo *err)
         n = snprintf(path, sizeof(path), "%s/" MEM_PREFIX "%ld-XXXXXX", bases[i], (long)getpid());
         if (n < 0 || (size_t)n >= sizeof(path))
             continue;
-        if (mkdtemp(path))
-            return strdup(path);
+        if (mkdtemp(path)) {
+            char *dup = strdup(path);
+            int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+            if (!dup || fd < 0 || flock(fd, LOCK_SH) < 0) {
+                errinfo_sys(err, "cannot hold the :memory: workspace %s", path);
+                if (fd >= 0)
+                    close(fd);
+                rmdir(path);
+                free(dup);
+                return NULL;
+            }
+            *lock_fd = fd;
+            return dup;
+        }
     }
     errinfo_sys(err, "cannot create a :memory: workspace under /dev/shm, $TMPDIR or /tmp");
     return NULL;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -734,6 +735,8 @@ static pid_t dead_pid(void)
     return pid;
 }
 
+static const struct timespec long_ago[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+
 START_TEST(test_vfs_memory_removes_stale_dirs)
 {
     char *stale = shm_dirs[0], *live = shm_dirs[1], *handed = shm_dirs[2], file[300];
@@ -756,6 +759,10 @@ START_TEST(test_vfs_memory_removes_stale_dirs)
     fd = open(file, O_WRONLY | O_CREAT, 0600);
     ck_assert_int_ge(fd, 0);
     close(fd);
+    /* Leftovers are old; a directory made in the last minute may belong to a daemon starting. */
+    ck_assert_int_eq(utimensat(AT_FDCWD, stale, long_ago, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, handed, long_ago, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, live, long_ago, 0), 0);
 
     m = vfs_open(VFS_MEMORY, NULL, &err);
     ck_assert_msg(m != NULL, "%s", err.msg);
@@ -763,6 +770,41 @@ START_TEST(test_vfs_memory_removes_stale_dirs)
     ck_assert_int_eq(access(handed, F_OK), -1);
     ck_assert_int_eq(access(live, F_OK), 0); /* its daemon still runs */
     vfs_free(m);
+}
+END_TEST
+
+/* A daemon in another pid namespace (a container sharing /dev/shm): the pid in its directory's
+ * name runs nothing here, but the daemon holds the directory's lock, so the directory stays;
+ * once the lock is gone it is stale. Also: a fresh directory is never taken for stale. */
+START_TEST(test_vfs_memory_keeps_dirs_of_other_pid_namespaces)
+{
+    char *other = shm_dirs[0], *young = shm_dirs[1];
+    const char *shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    struct vfs *m;
+    int lock;
+
+    if (strcmp(shm, "/tmp") == 0)
+        setenv("TMPDIR", "/tmp", 1);
+    snprintf(other, sizeof(shm_dirs[0]), "%s/runbox-mem-%ld-otherns", shm, (long)dead_pid());
+    snprintf(young, sizeof(shm_dirs[1]), "%s/runbox-mem-%ld-young1", shm, (long)dead_pid());
+    ck_assert_int_eq(mkdir(other, 0700), 0);
+    ck_assert_int_eq(mkdir(young, 0700), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, other, long_ago, 0), 0);
+    lock = open(other, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(lock, 0);
+    ck_assert_int_eq(flock(lock, LOCK_SH), 0);
+
+    m = vfs_open(VFS_MEMORY, NULL, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
+    vfs_free(m);
+    ck_assert_int_eq(access(other, F_OK), 0);
+    ck_assert_int_eq(access(young, F_OK), 0);
+
+    close(lock); /* that daemon ends */
+    m = vfs_open(VFS_MEMORY, NULL, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
+    vfs_free(m);
+    ck_assert_int_eq(access(other, F_OK), -1);
 }
 END_TEST
 
@@ -823,6 +865,7 @@ static Suite *vfs_suite(void)
     tcase_add_test(tc, test_vfs_open_creates_root);
     tcase_add_test(tc, test_vfs_memory_lifecycle);
     tcase_add_test(tc, test_vfs_memory_removes_stale_dirs);
+    tcase_add_test(tc, test_vfs_memory_keeps_dirs_of_other_pid_namespaces);
     suite_add_tcase(s, tc);
     return s;
 }
