@@ -599,23 +599,29 @@ static int on_log(const struct mg_connection *conn, const char *message)
 /* ---- start and stop ---- */
 
 /* Debian's civetweb is built with USE_STACK_SIZE=102400: every worker thread gets a 100 KiB
- * stack, and civetweb offers no option to change it. Our handlers walk directory trees up to
- * 256 levels deep and run regexec, which does not fit in 100 KiB (a deep search crashed the
- * daemon). civetweb sets the size through pthread_attr_setstacksize, so this definition in our
- * program, which the dynamic linker prefers for libcivetweb's calls, raises any smaller request
- * to API_STACK_MIN. Only touched stack pages cost memory, so the peak RSS barely changes. */
+ * stack, and civetweb offers no option to change it (1.15's configuration has no stack
+ * setting; the size is a compile-time constant handed to pthread_attr_setstacksize). Our
+ * handlers walk directory trees up to 256 levels deep and run regexec, which does not fit in
+ * 100 KiB (a deep search crashed the daemon). So this definition in our program, which the
+ * dynamic linker prefers for libcivetweb's calls, raises any smaller request to API_STACK_MIN.
+ * Only touched stack pages cost memory: 33 such stacks hold about 1 MiB of RSS in all
+ * (daemon_server.test.mjs checks that the workers get them and that they stay cheap). */
 #define API_STACK_MIN (1u << 20)
+
+static int (*real_setstacksize)(pthread_attr_t *, size_t);
+static pthread_once_t setstacksize_once = PTHREAD_ONCE_INIT;
+
+static void find_setstacksize(void)
+{
+    *(void **)&real_setstacksize = dlsym(RTLD_NEXT, "pthread_attr_setstacksize");
+}
 
 int pthread_attr_setstacksize(pthread_attr_t *attr, size_t size)
 {
-    static int (*real)(pthread_attr_t *, size_t);
-
-    if (!real) {
-        *(void **)&real = dlsym(RTLD_NEXT, "pthread_attr_setstacksize");
-        if (!real)
-            return ENOSYS;
-    }
-    return real(attr, size < API_STACK_MIN ? API_STACK_MIN : size);
+    pthread_once(&setstacksize_once, find_setstacksize);
+    if (!real_setstacksize)
+        return ENOSYS;
+    return real_setstacksize(attr, size < API_STACK_MIN ? API_STACK_MIN : size);
 }
 
 static void port_in_use(int port, struct errinfo *err)

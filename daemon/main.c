@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -205,6 +206,14 @@ int main(int argc, char *argv[])
     if (!v) {
         status = fail(1, &err);
         goto out;
+    }
+    if (strcmp(cfg.workspace, VFS_MEMORY) != 0) {
+        /* Writes killed with the daemon (kill -9) leave their temporary files behind. */
+        size_t swept = vfs_sweep_temps(v, time(NULL) - VFS_TEMP_STALE_S);
+
+        if (swept)
+            log_info("vfs: removed %zu temporary file%s left by writes that never finished", swept,
+                     swept == 1 ? "" : "s");
     }
     status = drop_root(&cfg, v, &cg);
     if (status >= 0)

@@ -102,6 +102,9 @@ inner() {
     # each other's cgroups for stale (fixed in this one, not in older builds on the host).
     mount -t sysfs sysfs "$ROOT/sys"
     mount --rbind /dev "$ROOT/dev"
+    # A /dev/shm of its own, as a container has: :memory: workspaces live there, and older
+    # runboxd builds on the host took those of another pid namespace's daemons for stale.
+    mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm"
     mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
     # slirp4netns's DNS forwarder.
     echo "nameserver 10.0.2.3" >"$ROOT/etc/resolv.conf"
@@ -179,8 +182,8 @@ if [ "$ok" = 1 ]; then
     echo
     grep -q '"ok":true' /root/exec.json && grep -q sandboxed /root/exec.json || ok=0
 fi
+# run.sh exec'd runboxd, so $runpid is the daemon now.
 kill "$runpid" 2>/dev/null
-pkill -TERM -x runboxd 2>/dev/null
 wait "$runpid" 2>/dev/null
 if [ "$ok" != 1 ]; then
     echo "run.sh: FAILED; end of its output:"
