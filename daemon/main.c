@@ -24,6 +24,7 @@
 #include "config.h"
 #include "console.h"
 #include "errinfo.h"
+#include "events.h"
 #include "log.h"
 #include "privdrop.h"
 #include "proc.h"
@@ -112,6 +113,11 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
     return proc_new(&popt, err);
 }
 
+static void publish_console(void *arg, const struct console_entry_view *e)
+{
+    events_publish_console(arg, e);
+}
+
 static int serve(const struct config *cfg, const struct catalog *cat, struct vfs *v,
                  struct console *console, struct cgroup *cg, const sigset_t *stop)
 {
@@ -138,14 +144,20 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     struct api *a = NULL;
     int sig = 0;
 
-    /* The exec engine's supervisor thread starts here, after root was dropped. */
-    tools.proc = start_exec(cfg, v, console, cg, &err);
+    /* The event feed's dispatcher and the exec engine's supervisor start here, after root was
+     * dropped. */
+    tools.events = events_new(&err);
+    if (tools.events)
+        console_set_listener(console, publish_console, tools.events);
+    tools.proc = tools.events ? start_exec(cfg, v, console, cg, &err) : NULL;
     opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
     a = opt.calls ? api_start(&opt, &err) : NULL;
     if (!a) {
         call_service_free(opt.calls);
         proc_free(tools.proc);
         bridge_free(tools.bridge);
+        console_set_listener(console, NULL, NULL);
+        events_free(tools.events);
         return fail(1, &err);
     }
     printf("runboxd: listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "", cfg->bind,
@@ -168,6 +180,8 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     call_service_free(opt.calls);
     proc_free(tools.proc);
     bridge_free(tools.bridge);
+    console_set_listener(console, NULL, NULL);
+    events_free(tools.events);
     return 0;
 }
 
