@@ -355,17 +355,24 @@ void mcp_call_progress(struct mcp_call *c, double progress, double total, const 
     free(line);
 }
 
-void mcp_call_log(struct mcp_call *c, enum mcp_log_level level, const char *logger, cJSON *data)
+int mcp_call_log_level(const struct mcp_call *c)
 {
     int want = c->log_level;
-    cJSON *params;
-    char *line;
 
     if (!c->modern) {
         pthread_mutex_lock(&c->s->mu);
         want = c->s->log_level;
         pthread_mutex_unlock(&c->s->mu);
     }
+    return want;
+}
+
+void mcp_call_log(struct mcp_call *c, enum mcp_log_level level, const char *logger, cJSON *data)
+{
+    int want = mcp_call_log_level(c);
+    cJSON *params;
+    char *line;
+
     if (want < 0 || (int)level < want) {
         cJSON_Delete(data);
         return;

@@ -94,7 +94,18 @@ struct mcp_server {
 
     pthread_mutex_t sessions_mu;
     struct mcp_session *sessions; /* every open session, for the notifications */
+
+    struct mcp_interest interest; /* set before sessions open; read without the lock */
+    atomic_int log_sessions;      /* sessions with a log level: none, and logs cost nothing */
 };
+
+/* The interest hooks (mcp_server.c); s->mu held by the caller. */
+int mcp__interest_subscribe(struct mcp_server *srv, const char *uri, struct errinfo *err);
+void mcp__interest_unsubscribe(struct mcp_server *srv, const char *uri);
+/* Every URI of a listen's list (a cJSON array of strings, or NULL). */
+void mcp__interest_unsubscribe_all(struct mcp_server *srv, const cJSON *uris);
+void mcp__interest_log_level(struct mcp_server *srv, struct mcp_session *s, int old_level,
+                             int level);
 
 /* A copy of a tool's call-time facts, taken under the server's lock. */
 struct tool_facts {

@@ -162,6 +162,7 @@ void mcp__listen_forget(struct mcp_session *s, struct mcp_call *c)
             struct listen *l = *pp;
 
             *pp = l->next;
+            mcp__interest_unsubscribe_all(s->srv, l->uris);
             cJSON_Delete(l->uris);
             free(l);
             return;
@@ -219,6 +220,25 @@ void mcp__modern_listen(struct mcp_call *c)
         l->uris = cJSON_Duplicate(uris, true);
         cJSON_AddItemToObject(ack, "resourceSubscriptions", cJSON_Duplicate(uris, true));
     }
+    /* The embedder may refuse a URI (one that names no resource): then nothing is watched. */
+    for (int i = 0; l->uris && i < cJSON_GetArraySize(l->uris); i++) {
+        struct errinfo err = {0};
+        const cJSON *ui = cJSON_GetArrayItem(l->uris, i);
+
+        if (mcp__interest_subscribe(s->srv, ui->valuestring, &err) == 0)
+            continue;
+        char msg[sizeof(err.msg) + 64];
+
+        while (--i >= 0)
+            mcp__interest_unsubscribe(s->srv, cJSON_GetArrayItem(l->uris, i)->valuestring);
+        snprintf(msg, sizeof(msg), "subscriptions/listen: resourceSubscriptions: %s",
+                 err.msg[0] ? err.msg : "refused");
+        mcp_call_error(c, MCP_INVALID_PARAMS, msg, NULL);
+        cJSON_Delete(l->uris);
+        free(l);
+        cJSON_Delete(params);
+        return;
+    }
     l->call = c;
     line = jsonrpc_build_notification("notifications/subscriptions/acknowledged", params);
     /* The acknowledgement goes first; only then does the stream take notifications. */
@@ -229,6 +249,7 @@ void mcp__modern_listen(struct mcp_call *c)
     c->is_listen = true;
     if (c->cancelled) {
         pthread_mutex_unlock(&s->mu);
+        mcp__interest_unsubscribe_all(s->srv, l->uris);
         cJSON_Delete(l->uris);
         free(l);
         mcp_call_result(c, NULL); /* dropped */

@@ -594,6 +594,48 @@ int mcp_server_set_completion(struct mcp_server *srv, mcp_handler_fn complete, v
     return 0;
 }
 
+/* ---- interest ---- */
+
+int mcp_server_set_interest(struct mcp_server *srv, const struct mcp_interest *in,
+                            struct errinfo *err)
+{
+    (void)err;
+    pthread_rwlock_wrlock(&srv->lock);
+    srv->interest = *in;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+int mcp__interest_subscribe(struct mcp_server *srv, const char *uri, struct errinfo *err)
+{
+    return srv->interest.subscribe ? srv->interest.subscribe(srv->interest.arg, uri, err) : 0;
+}
+
+void mcp__interest_unsubscribe(struct mcp_server *srv, const char *uri)
+{
+    if (srv->interest.unsubscribe)
+        srv->interest.unsubscribe(srv->interest.arg, uri);
+}
+
+void mcp__interest_unsubscribe_all(struct mcp_server *srv, const cJSON *uris)
+{
+    const cJSON *u;
+
+    cJSON_ArrayForEach(u, uris) if (cJSON_IsString(u))
+        mcp__interest_unsubscribe(srv, u->valuestring);
+}
+
+void mcp__interest_log_level(struct mcp_server *srv, struct mcp_session *s, int old_level,
+                             int level)
+{
+    if (old_level < 0 && level >= 0)
+        atomic_fetch_add(&srv->log_sessions, 1);
+    else if (old_level >= 0 && level < 0)
+        atomic_fetch_sub(&srv->log_sessions, 1);
+    if (srv->interest.log_level && old_level != level)
+        srv->interest.log_level(srv->interest.arg, s, level);
+}
+
 /* ---- capabilities ---- */
 
 cJSON *mcp__capabilities(struct mcp_server *srv)
@@ -819,9 +861,14 @@ void mcp_server_notify_resource_updated(struct mcp_server *srv, const char *uri)
 void mcp_server_log(struct mcp_server *srv, enum mcp_log_level level, const char *logger,
                     cJSON *data)
 {
-    cJSON *params = cJSON_CreateObject();
+    cJSON *params;
     struct note n = {.method = "notifications/message", .level = (int)level};
 
+    if (!atomic_load(&srv->log_sessions)) {
+        cJSON_Delete(data); /* nobody asked for log messages */
+        return;
+    }
+    params = cJSON_CreateObject();
     if (!params || !cJSON_AddStringToObject(params, "level", mcp__log_level_names[level]) ||
         (logger && !cJSON_AddStringToObject(params, "logger", logger)) ||
         !cJSON_AddItemToObject(params, "data", data ? data : cJSON_CreateNull())) {

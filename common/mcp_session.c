@@ -195,6 +195,8 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv, const struct mcp_tra
 static void session_free(struct mcp_session *s)
 {
     mcp__server_detach(s->srv, s);
+    mcp__interest_unsubscribe_all(s->srv, s->subscribed);
+    mcp__interest_log_level(s->srv, s, s->log_level, -1);
     while (s->inputs) {
         struct pending_input *p = s->inputs;
 
@@ -374,6 +376,7 @@ static void on_set_level(struct mcp_session *s, struct batch *batch, void *origi
         return;
     }
     pthread_mutex_lock(&s->mu);
+    mcp__interest_log_level(s->srv, s, s->log_level, lv);
     s->log_level = lv;
     pthread_mutex_unlock(&s->mu);
     mcp__reply_result(s, batch, origin, id, NULL);
@@ -385,7 +388,8 @@ static void on_subscribe(struct mcp_session *s, struct batch *batch, void *origi
 {
     const cJSON *uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
     const cJSON *u;
-    int at = -1, i = 0;
+    struct errinfo err = {0};
+    int at = -1, i = 0, rc = 0;
 
     if (!cJSON_IsString(uri) || !uri->valuestring[0]) {
         mcp__reply_error(s, batch, origin, id, MCP_INVALID_PARAMS, NULL,
@@ -400,12 +404,24 @@ static void on_subscribe(struct mcp_session *s, struct batch *batch, void *origi
             at = i;
         i++;
     }
-    if (subscribe && at < 0)
-        cJSON_AddItemToArray(s->subscribed, cJSON_CreateString(uri->valuestring));
-    else if (!subscribe && at >= 0)
+    if (subscribe && at < 0) {
+        cJSON *copy = cJSON_CreateString(uri->valuestring);
+
+        rc = copy ? mcp__interest_subscribe(s->srv, uri->valuestring, &err) : -1;
+        if (rc == 0)
+            cJSON_AddItemToArray(s->subscribed, copy);
+        else
+            cJSON_Delete(copy);
+    } else if (!subscribe && at >= 0) {
         cJSON_DeleteItemFromArray(s->subscribed, at);
+        mcp__interest_unsubscribe(s->srv, uri->valuestring);
+    }
     pthread_mutex_unlock(&s->mu);
-    mcp__reply_result(s, batch, origin, id, NULL);
+    if (rc < 0)
+        mcp__reply_error(s, batch, origin, id, MCP_INVALID_PARAMS, NULL, "resources/subscribe: %s",
+                         err.msg[0] ? err.msg : "out of memory");
+    else
+        mcp__reply_result(s, batch, origin, id, NULL);
 }
 
 /* ---- dispatch ---- */

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "api_resources.h"
 #include "api_bridge.h"
+#include "api_events.h"
 #include "api_mcp.h"
 
 #include <arpa/inet.h>
@@ -58,6 +59,7 @@ struct api {
     struct call_service *calls; /* borrowed: every tool call goes through it */
     struct connwatch *watch;    /* owned: cancels long calls whose client went away */
     struct api_mcp *mcp;        /* owned: /mcp, /sse, /message, /ws */
+    struct api_events *events;  /* owned: GET /events */
     int threads;                /* civetweb workers */
 };
 
@@ -352,44 +354,126 @@ static int parse_args(struct mg_connection *conn, const char *body, size_t len, 
 
 /* Sends {"ok":true,"id":id,"result":...[,"structured":...]} (res), or
  * {"ok":false,"id":id,"error":error[,"timeout":true]}. */
+/* The body of a tool answer: {"ok":true,"id","result","structured"?} for a result, or
+ * {"ok":false,"id","error","timeout"?} for a failure. Returns 0 or -1 with err. */
+static int build_tool_answer(struct jsonbuf *b, const char *id, const struct tools_result *res,
+                             const char *error, bool timeout, struct errinfo *err)
+{
+    int rc = 0;
+
+    jsonbuf_init(b, API_RESPONSE_MAX);
+    if (jsonbuf_reserve(b, (res ? res->len + res->len / 16 : 256) + 64, err) < 0)
+        return -1;
+    rc |= jsonbuf_put(b, res ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", res ? 17 : 18,
+                      err);
+    rc |= jsonbuf_put(b, id, strlen(id), err);
+    if (res) {
+        rc |= jsonbuf_put(b, "\",\"result\":", 11, err);
+        if (res->is_json)
+            rc |= jsonbuf_put(b, res->data, res->len, err);
+        else
+            rc |= jsonbuf_put_json_string(b, res->data, res->len, err);
+        if (res->structured) {
+            rc |= jsonbuf_put(b, ",\"structured\":", 14, err);
+            rc |= jsonbuf_puts(b, res->structured, err);
+        }
+    } else {
+        rc |= jsonbuf_put(b, "\",\"error\":", 10, err);
+        rc |= jsonbuf_put_json_string(b, error, strlen(error), err);
+        if (timeout)
+            rc |= jsonbuf_put(b, ",\"timeout\":true", 15, err);
+    }
+    rc |= jsonbuf_put(b, "}", 1, err);
+    return rc ? -1 : 0;
+}
+
 static int send_tool_answer(struct mg_connection *conn, const char *id,
                             const struct tools_result *res, const char *error, bool timeout)
 {
     struct jsonbuf b;
     struct errinfo err = {0};
-    int rc = 0;
 
-    jsonbuf_init(&b, API_RESPONSE_MAX);
-    if (jsonbuf_reserve(&b, (res ? res->len + res->len / 16 : 256) + 64, &err) < 0)
-        goto fail;
-    rc |= jsonbuf_put(&b, res ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", res ? 17 : 18,
-                      &err);
-    rc |= jsonbuf_put(&b, id, strlen(id), &err);
-    if (res) {
-        rc |= jsonbuf_put(&b, "\",\"result\":", 11, &err);
-        if (res->is_json)
-            rc |= jsonbuf_put(&b, res->data, res->len, &err);
-        else
-            rc |= jsonbuf_put_json_string(&b, res->data, res->len, &err);
-        if (res->structured) {
-            rc |= jsonbuf_put(&b, ",\"structured\":", 14, &err);
-            rc |= jsonbuf_puts(&b, res->structured, &err);
-        }
-    } else {
-        rc |= jsonbuf_put(&b, "\",\"error\":", 10, &err);
-        rc |= jsonbuf_put_json_string(&b, error, strlen(error), &err);
-        if (timeout)
-            rc |= jsonbuf_put(&b, ",\"timeout\":true", 15, &err);
+    if (build_tool_answer(&b, id, res, error, timeout, &err) < 0) {
+        jsonbuf_cleanup(&b);
+        return send_errinfo(conn, &err);
     }
-    rc |= jsonbuf_put(&b, "}", 1, &err);
-    if (rc)
-        goto fail;
     api_send_json(conn, 200, b.data, b.len, NULL, NULL);
     jsonbuf_cleanup(&b);
     return 200;
-fail:
+}
+
+/* ---- POST /tool/<name> as an event stream (Accept: text/event-stream) ---- */
+
+/* A call answered on an event stream: its progress as it goes, then the answer. The progress
+ * sink may run on the ticker's thread while the worker waits in call_run, hence the lock. */
+struct tool_stream {
+    struct mg_connection *conn;
+    pthread_mutex_t mu;
+    bool broken; /* a write failed: the client is gone */
+};
+
+static void stream_progress(void *ctx, double progress, double total, const char *message)
+{
+    struct tool_stream *ts = ctx;
+    struct jsonbuf b = JSONBUF_INIT((size_t)1 << 20);
+    char num[96];
+
+    if (total > 0)
+        snprintf(num, sizeof(num), "{\"progress\":%.15g,\"total\":%.15g", progress, total);
+    else
+        snprintf(num, sizeof(num), "{\"progress\":%.15g", progress);
+    jsonbuf_puts(&b, num, NULL);
+    if (message) {
+        jsonbuf_puts(&b, ",\"message\":", NULL);
+        jsonbuf_put_json_string(&b, message, strlen(message), NULL);
+    }
+    jsonbuf_puts(&b, "}", NULL);
+    pthread_mutex_lock(&ts->mu);
+    if (!b.failed && !ts->broken && api_sse_event(ts->conn, "progress", NULL, b.data, b.len) < 0)
+        ts->broken = true;
+    pthread_mutex_unlock(&ts->mu);
     jsonbuf_cleanup(&b);
-    return send_errinfo(conn, &err);
+}
+
+/* The last event: {"status":200,"body":<the answer a plain request gets>}. */
+static int stream_answer(struct tool_stream *ts, const char *id, const struct tools_result *res,
+                         const char *error, bool timeout)
+{
+    struct jsonbuf body, ev = JSONBUF_INIT(API_RESPONSE_MAX + 64);
+    struct errinfo err = {0};
+    int status = 200;
+
+    if (build_tool_answer(&body, id, res, error, timeout, &err) < 0) {
+        jsonbuf_cleanup(&body);
+        status = api_status_for(err.kind);
+        jsonbuf_init(&body, 1u << 20);
+        jsonbuf_puts(&body, "{\"ok\":false,\"error\":", NULL);
+        jsonbuf_put_json_string(&body, err.msg, strlen(err.msg), NULL);
+        jsonbuf_puts(&body, "}", NULL);
+    }
+    {
+        char head[40];
+
+        snprintf(head, sizeof(head), "{\"status\":%d,\"body\":", status);
+        jsonbuf_puts(&ev, head, NULL);
+    }
+    jsonbuf_put(&ev, body.data ? body.data : "{}", body.data ? body.len : 2, NULL);
+    jsonbuf_puts(&ev, "}", NULL);
+    pthread_mutex_lock(&ts->mu);
+    if (!ev.failed && !ts->broken)
+        api_sse_event(ts->conn, "answer", NULL, ev.data, ev.len);
+    pthread_mutex_unlock(&ts->mu);
+    jsonbuf_cleanup(&body);
+    jsonbuf_cleanup(&ev);
+    return status;
+}
+
+/* True when the client asked for an event stream (Accept names text/event-stream). */
+static bool wants_stream(struct mg_connection *conn)
+{
+    const char *accept = mg_get_header(conn, "Accept");
+
+    return accept && strstr(accept, "text/event-stream") != NULL;
 }
 
 static void cancel_call_cb(void *arg)
@@ -422,8 +506,10 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     struct errinfo err = {0};
     struct tools_result res = {0};
     struct call *c = call_begin(a->calls, name, args, 0, &rep, &err);
+    struct tool_stream ts = {.conn = conn};
     char id[48];
     int watch, status;
+    bool streaming;
 
     if (!c) {
         if (err.kind == ERR_NOT_FOUND)
@@ -434,13 +520,24 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
         return send_tool_answer(conn, id, NULL, err.msg, false);
     }
     watch = watch_client(a, conn, c);
+    /* Errors found before the call started are answered as plain JSON either way. */
+    streaming = wants_stream(conn) && api_sse_begin(conn) == 0;
+    if (streaming) {
+        pthread_mutex_init(&ts.mu, NULL);
+        call_set_progress(c, stream_progress, &ts);
+    }
     if (call_run(c, &res, &err) < 0) {
         log_debug("api: call %s %s failed: %s", call_id(c), name, err.msg);
-        status = send_tool_answer(conn, call_id(c), NULL, res.data ? res.data : err.msg,
-                                  err.kind == ERR_TIMEOUT);
+        status = streaming ? stream_answer(&ts, call_id(c), NULL, res.data ? res.data : err.msg,
+                                           err.kind == ERR_TIMEOUT)
+                           : send_tool_answer(conn, call_id(c), NULL, res.data ? res.data : err.msg,
+                                              err.kind == ERR_TIMEOUT);
     } else {
-        status = send_tool_answer(conn, call_id(c), &res, NULL, false);
+        status = streaming ? stream_answer(&ts, call_id(c), &res, NULL, false)
+                           : send_tool_answer(conn, call_id(c), &res, NULL, false);
     }
+    if (streaming)
+        pthread_mutex_destroy(&ts.mu);
     connwatch_remove(a->watch, watch);
     tools_result_cleanup(&res);
     call_end(c);
@@ -524,7 +621,7 @@ static int handle_tool(struct api *a, struct mg_connection *conn, const char *na
 }
 
 static const char endpoints[] =
-    "the endpoints are POST /tool/<name>, GET /tools, GET /health, GET /resources, "
+    "the endpoints are POST /tool/<name>, GET /tools, GET /health, GET /events, GET /resources, "
     "GET /resource?uri=..., GET /prompts, POST /prompt/<name>, MCP on /mcp, /sse (with POST "
     "/message) and /ws, and the Studio plugin's GET /poll, POST /result, POST /console and "
     "POST /disconnect";
@@ -559,6 +656,8 @@ static int route(struct api *a, struct mg_connection *conn, const char *method, 
         return api_bridge_handle(a->tools, conn, method, path);
     if (a->mcp && api_mcp_is_path(a->mcp, path))
         return api_mcp_handle(a->mcp, conn);
+    if (strcmp(path, "/events") == 0)
+        return api_events_handle(a->events, conn, method);
     snprintf(msg, sizeof(msg), "no such endpoint: %.200s; %s", path, endpoints);
     return send_error(conn, 404, msg);
 }
@@ -837,8 +936,16 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
                                        .sessions_max = opt->mcp_sessions,
                                        .session_idle_s = opt->mcp_session_idle_s};
 
+        struct api_events_options eopt = {.tools = opt->tools,
+                                          .calls = opt->calls,
+                                          .watch = a->watch,
+                                          .resources = opt->tools->watch};
+
         a->mcp = api_mcp_new(&mopt, err);
         if (!a->mcp)
+            goto fail;
+        a->events = api_events_new(&eopt, err);
+        if (!a->events)
             goto fail;
     }
     if (build_tools_json(a, err) < 0)
@@ -866,11 +973,13 @@ void api_stop(struct api *a)
     if (!a)
         return;
     api_mcp_shutdown(a->mcp); /* open streams end now, so the workers can stop */
+    api_events_shutdown(a->events);
     if (a->mg)
         stop_civetweb(a);
     if (a->lib_ready)
         mg_exit_library();
     api_mcp_free(a->mcp);
+    api_events_free(a->events);
     connwatch_free(a->watch);
     if (a->token)
         memset(a->token, 0, strlen(a->token));

@@ -18,6 +18,8 @@
 
 #include "call.h"
 #include "catalog.h"
+#include "console.h"
+#include "events.h"
 #include "connwatch.h"
 #include "jsonbuf.h"
 #include "log.h"
@@ -27,6 +29,7 @@
 #include "runbox/mcp_http.h"
 #include "tools.h"
 #include "vfs.h"
+#include "watch.h"
 
 #define COMPLETE_MAX 100 /* values one completion answers */
 
@@ -35,6 +38,7 @@ struct api_mcp {
     struct call_service *calls;
     struct connwatch *watch;
     const struct catalog *cat; /* the tools served */
+    int listen;                /* the event feed listener, or -1 */
     struct mcp_server *srv;
     struct mcp_http *http;
 };
@@ -56,6 +60,43 @@ static void cancel_hook(struct mcp_call *mc, void *arg)
 static void progress_sink(void *ctx, double progress, double total, const char *message)
 {
     mcp_call_progress(ctx, progress, total, message);
+}
+
+/* A console level as an MCP log level: a run's stdout lines ("log") are info. */
+static enum mcp_log_level mcp_level_of(int console_level)
+{
+    switch (console_level) {
+    case CONSOLE_DEBUG:
+        return MCP_LOG_DEBUG;
+    case CONSOLE_WARN:
+        return MCP_LOG_WARNING;
+    case CONSOLE_ERROR:
+        return MCP_LOG_ERROR;
+    default:
+        return MCP_LOG_INFO;
+    }
+}
+
+/* The console entry as the data of notifications/message. Owned or NULL. */
+static cJSON *entry_data(const struct console_entry_view *e)
+{
+    cJSON *d = cJSON_CreateObject();
+
+    if (!d || !cJSON_AddNumberToObject(d, "id", (double)e->id) ||
+        !cJSON_AddStringToObject(d, "source", console_source_name(e->source)) ||
+        (e->pid && !cJSON_AddNumberToObject(d, "pid", (double)e->pid)) ||
+        (e->instance && !cJSON_AddStringToObject(d, "instance", e->instance)) ||
+        !cJSON_AddItemToObject(d, "message", cJSON_CreateString(e->message))) {
+        cJSON_Delete(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* A modern request's own log (its run's console entries at its logLevel). */
+static void log_sink(void *ctx, const struct console_entry_view *e)
+{
+    mcp_call_log(ctx, mcp_level_of(e->level), console_source_name(e->source), entry_data(e));
 }
 
 /* isError with {"error":msg,"timeout":timeout}, as runbox answers a failed call. */
@@ -125,6 +166,10 @@ static void on_tool(void *arg, struct mcp_call *mc)
     }
     if (mcp_call_wants_progress(mc))
         call_set_progress(m->c, progress_sink, mc);
+    /* Legacy sessions hear every console entry at their level (on_event); a modern request
+     * hears only about its own work. */
+    if (mcp_call_is_modern(mc) && mcp_call_log_level(mc) >= 0)
+        call_set_log(m->c, log_sink, mc);
     mcp_call_on_cancel(mc, cancel_hook, m->c);
     long_call = catalog_tool_budget(call_tool(m->c)) != CATALOG_BUDGET_NONE;
     if (!long_call) {
@@ -337,6 +382,47 @@ static void unwatch_conn(void *ctx, int handle)
     connwatch_remove(a->watch, handle);
 }
 
+/* ---- notifications ---- */
+
+static void on_event(void *arg, const struct events_event *ev)
+{
+    struct api_mcp *a = arg;
+
+    switch (ev->kind) {
+    case EVENTS_CONSOLE:
+        mcp_server_log(a->srv, mcp_level_of(ev->console->level),
+                       console_source_name(ev->console->source), entry_data(ev->console));
+        break;
+    case EVENTS_LIST_CHANGED:
+        mcp_server_notify_list_changed(a->srv, ev->lists); /* the same bits as enum mcp_list */
+        break;
+    case EVENTS_RESOURCE_UPDATED:
+        mcp_server_notify_resource_updated(a->srv, ev->uri);
+        break;
+    case EVENTS_DROPPED:
+        break;
+    }
+}
+
+static int on_subscribe(void *arg, const char *uri, struct errinfo *err)
+{
+    struct api_mcp *a = arg;
+
+    if (!a->tools->watch) {
+        errinfo_set(err, ERR_UNAVAILABLE, "resource updates are not available in this runboxd");
+        return -1;
+    }
+    return watch_add(a->tools->watch, uri, err);
+}
+
+static void on_unsubscribe(void *arg, const char *uri)
+{
+    struct api_mcp *a = arg;
+
+    if (a->tools->watch)
+        watch_remove(a->tools->watch, uri);
+}
+
 /* ---- set-up ---- */
 
 static const char instructions[] =
@@ -368,8 +454,14 @@ static int add_content(struct api_mcp *a, struct errinfo *err)
 
 struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *err)
 {
-    const struct mcp_server_info info = {
-        .name = "runboxd", .version = RUNBOX_VERSION, .instructions = instructions};
+    /* List changes of resources and updates of subscribed ones are told (watch.c); the tools
+     * and prompts lists do not change. */
+    const struct mcp_server_info info = {.name = "runboxd",
+                                         .version = RUNBOX_VERSION,
+                                         .instructions = instructions,
+                                         .notifies = opt->tools && opt->tools->watch
+                                                         ? MCP_NOTIFY_RESOURCES | MCP_NOTIFY_UPDATES
+                                                         : 0};
     struct api_mcp *a = calloc(1, sizeof(*a));
     struct mcp_http_options hopt = {
         .mcp_path = "/mcp",
@@ -393,9 +485,24 @@ struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *e
     a->calls = opt->calls;
     a->cat = opt->catalog ? opt->catalog : catalog_builtin();
     a->watch = opt->watch;
+    a->listen = -1;
     a->srv = mcp_server_new(&info, err);
     if (!a->srv || add_content(a, err) < 0)
         goto fail;
+    {
+        const struct mcp_interest in = {
+            .subscribe = on_subscribe, .unsubscribe = on_unsubscribe, .arg = a};
+
+        if (mcp_server_set_interest(a->srv, &in, err) < 0)
+            goto fail;
+    }
+    if (a->tools && a->tools->events) {
+        a->listen = events_listen(a->tools->events,
+                                  EVENTS_CONSOLE | EVENTS_LIST_CHANGED | EVENTS_RESOURCE_UPDATED,
+                                  on_event, a, err);
+        if (a->listen < 0)
+            goto fail;
+    }
     hopt.server = a->srv;
     hopt.ctx = a;
     a->http = mcp_http_new(&hopt, err);
@@ -440,6 +547,8 @@ void api_mcp_free(struct api_mcp *m)
 {
     if (!m)
         return;
+    if (m->tools)
+        events_unlisten(m->tools->events, m->listen);
     mcp_http_free(m->http);
     mcp_server_free(m->srv);
     free(m);

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "bridge.h"
+#include "console.h"
+#include "events.h"
 #include "log.h"
 #include "schema.h"
 #include "tools.h"
@@ -31,6 +33,19 @@ struct call_service {
     atomic_int in_use[CALL_BUDGET_COUNT];
     char id_prefix[32];
     atomic_uint_fast64_t next_id;
+
+    /* Calls with a log sink that follow a run, for the console listener. */
+    pthread_mutex_t logs_mu;
+    struct call *logging; /* chained through call.next_logging */
+    atomic_int nlogging;
+    int listen; /* the event feed listener, or -1 */
+
+    /* The ticker: progress once a second for long calls whose work reports none itself. */
+    pthread_mutex_t tick_mu;
+    pthread_cond_t tick_cond;
+    struct call *ticking; /* chained through call.next_ticking */
+    bool tick_stop, tick_started;
+    pthread_t tick_thread;
 };
 
 struct call {
@@ -45,6 +60,17 @@ struct call {
     void *hook_arg;
     call_progress_fn progress;
     void *progress_ctx;
+
+    call_log_fn log;
+    void *log_ctx;
+    const _Atomic uint64_t *run_id; /* guarded by svc->logs_mu; NULL: follows no run */
+    struct call *next_logging;
+
+    /* guarded by svc->tick_mu */
+    int64_t started_ms, reported_ms; /* when it started; when its work last reported progress */
+    bool ticking;
+    bool self_reporting; /* its work reports at least once a second itself */
+    struct call *next_ticking;
 };
 
 static const char *const budget_names[CALL_BUDGET_COUNT] = {"long", "search", "stream"};
@@ -53,6 +79,139 @@ static const int budget_defaults[CALL_BUDGET_COUNT] = {
 static const char *const budget_what[CALL_BUDGET_COUNT] = {
     "calls that can take long (exec, kill, Studio tools)", "searches of the workspace",
     "open streams (SSE, WebSocket)"};
+
+/* ---- request-scoped logs ---- */
+
+/* Every console entry: handed to the calls that follow its run. */
+static void on_console(void *arg, const struct events_event *ev)
+{
+    struct call_service *svc = arg;
+
+    if (!ev->console || !ev->console->pid || !atomic_load(&svc->nlogging))
+        return;
+    pthread_mutex_lock(&svc->logs_mu);
+    for (struct call *c = svc->logging; c; c = c->next_logging)
+        if (c->run_id && atomic_load(c->run_id) == ev->console->pid)
+            c->log(c->log_ctx, ev->console);
+    pthread_mutex_unlock(&svc->logs_mu);
+}
+
+void call_set_log(struct call *c, call_log_fn fn, void *ctx)
+{
+    c->log = fn;
+    c->log_ctx = ctx;
+}
+
+bool call_wants_log(const struct call *c)
+{
+    return c && c->log;
+}
+
+void call_follow_run(struct call *c, const _Atomic uint64_t *run_id)
+{
+    struct call_service *svc;
+
+    if (!c || !c->log || c->svc->listen < 0)
+        return;
+    svc = c->svc;
+    pthread_mutex_lock(&svc->logs_mu);
+    if (!c->run_id) {
+        c->next_logging = svc->logging;
+        svc->logging = c;
+        atomic_fetch_add(&svc->nlogging, 1);
+    }
+    c->run_id = run_id;
+    pthread_mutex_unlock(&svc->logs_mu);
+}
+
+void call_unfollow_run(struct call *c)
+{
+    struct call_service *svc;
+
+    if (!c || !c->run_id)
+        return;
+    svc = c->svc;
+    pthread_mutex_lock(&svc->logs_mu);
+    for (struct call **pp = &svc->logging; *pp; pp = &(*pp)->next_logging)
+        if (*pp == c) {
+            *pp = c->next_logging;
+            atomic_fetch_sub(&svc->nlogging, 1);
+            break;
+        }
+    c->run_id = NULL;
+    pthread_mutex_unlock(&svc->logs_mu);
+}
+
+/* ---- the progress ticker ---- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Once a second, every ticking call that its work did not report on for a second hears how
+ * long it has been going. The sink runs under tick_mu, so that tick_remove() waits for it. */
+static void *ticker(void *arg)
+{
+    struct call_service *svc = arg;
+    struct timespec until;
+
+    pthread_mutex_lock(&svc->tick_mu);
+    while (!svc->tick_stop) {
+        int64_t now = mono_ms();
+
+        for (struct call *c = svc->ticking; c; c = c->next_ticking) {
+            char msg[160];
+            int64_t secs = (now - c->started_ms) / 1000;
+
+            if (c->self_reporting || now - c->reported_ms < 1000 || call_is_cancelled(c))
+                continue;
+            snprintf(msg, sizeof(msg), "%s: %s for %" PRId64 " s", catalog_tool_name(c->tool),
+                     catalog_tool_route(c->tool) == CATALOG_ROUTE_STUDIO
+                         ? "waiting for Studio's answer"
+                         : "running",
+                     secs);
+            c->progress(c->progress_ctx, (double)secs, 0, msg);
+            c->reported_ms = now;
+        }
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&svc->tick_cond, &svc->tick_mu, &until);
+    }
+    pthread_mutex_unlock(&svc->tick_mu);
+    return NULL;
+}
+
+static void tick_add(struct call *c)
+{
+    struct call_service *svc = c->svc;
+
+    pthread_mutex_lock(&svc->tick_mu);
+    if (!svc->tick_started && !svc->tick_stop)
+        svc->tick_started = pthread_create(&svc->tick_thread, NULL, ticker, svc) == 0;
+    c->started_ms = c->reported_ms = mono_ms();
+    c->ticking = true;
+    c->next_ticking = svc->ticking;
+    svc->ticking = c;
+    pthread_mutex_unlock(&svc->tick_mu);
+}
+
+static void tick_remove(struct call *c)
+{
+    struct call_service *svc = c->svc;
+
+    pthread_mutex_lock(&svc->tick_mu);
+    for (struct call **pp = &svc->ticking; *pp; pp = &(*pp)->next_ticking)
+        if (*pp == c) {
+            *pp = c->next_ticking;
+            break;
+        }
+    c->ticking = false;
+    pthread_mutex_unlock(&svc->tick_mu);
+}
 
 /* ---- the service ---- */
 
@@ -74,11 +233,38 @@ struct call_service *call_service_new(const struct call_service_options *opt, st
     snprintf(svc->id_prefix, sizeof(svc->id_prefix), "c%lx%x", (unsigned long)time(NULL),
              (unsigned)getpid() & 0xffff);
     atomic_init(&svc->next_id, 1);
+    pthread_mutex_init(&svc->logs_mu, NULL);
+    pthread_mutex_init(&svc->tick_mu, NULL);
+    pthread_cond_init(&svc->tick_cond, NULL);
+    svc->listen = -1;
+    if (opt->tools && opt->tools->events) {
+        svc->listen = events_listen(opt->tools->events, EVENTS_CONSOLE, on_console, svc, err);
+        if (svc->listen < 0) {
+            pthread_mutex_destroy(&svc->logs_mu);
+            pthread_mutex_destroy(&svc->tick_mu);
+            pthread_cond_destroy(&svc->tick_cond);
+            free(svc);
+            return NULL;
+        }
+    }
     return svc;
 }
 
 void call_service_free(struct call_service *svc)
 {
+    if (!svc)
+        return;
+    if (svc->tools)
+        events_unlisten(svc->tools->events, svc->listen);
+    pthread_mutex_lock(&svc->tick_mu);
+    svc->tick_stop = true;
+    pthread_cond_signal(&svc->tick_cond);
+    pthread_mutex_unlock(&svc->tick_mu);
+    if (svc->tick_started)
+        pthread_join(svc->tick_thread, NULL);
+    pthread_mutex_destroy(&svc->logs_mu);
+    pthread_mutex_destroy(&svc->tick_mu);
+    pthread_cond_destroy(&svc->tick_cond);
     free(svc);
 }
 
@@ -192,6 +378,7 @@ void call_end(struct call *c)
 {
     if (!c)
         return;
+    call_unfollow_run(c);
     if (c->budget >= 0)
         call_service_release(c->svc, (enum call_budget)c->budget);
     pthread_mutex_destroy(&c->mu);
@@ -268,6 +455,15 @@ void call_set_progress(struct call *c, call_progress_fn fn, void *ctx)
     c->progress_ctx = ctx;
 }
 
+void call_reports_progress(struct call *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->svc->tick_mu);
+    c->self_reporting = true;
+    pthread_mutex_unlock(&c->svc->tick_mu);
+}
+
 bool call_wants_progress(const struct call *c)
 {
     return c && c->progress;
@@ -275,8 +471,17 @@ bool call_wants_progress(const struct call *c)
 
 void call_progress(struct call *c, double progress, double total, const char *message)
 {
-    if (c && c->progress && !call_is_cancelled(c))
+    if (!c || !c->progress || call_is_cancelled(c))
+        return;
+    if (c->ticking) {
+        /* Serialized with the ticker's reports: the sink sees one report at a time. */
+        pthread_mutex_lock(&c->svc->tick_mu);
+        c->reported_ms = mono_ms();
         c->progress(c->progress_ctx, progress, total, message);
+        pthread_mutex_unlock(&c->svc->tick_mu);
+        return;
+    }
+    c->progress(c->progress_ctx, progress, total, message);
 }
 
 /* ---- running ---- */
@@ -332,6 +537,8 @@ int call_run(struct call *c, struct tools_result *out, struct errinfo *err)
         errinfo_set(err, ERR_CANCELLED, "%s was cancelled before it started", name);
         return -1;
     }
+    if (c->progress && c->budget >= 0)
+        tick_add(c);
     switch (catalog_tool_route(c->tool)) {
     case CATALOG_ROUTE_STUDIO:
         rc = run_studio(c, out, err);
@@ -341,6 +548,8 @@ int call_run(struct call *c, struct tools_result *out, struct errinfo *err)
         rc = tools_call(c->svc->tools, c, name, c->args, out, err);
         break;
     }
+    if (c->ticking)
+        tick_remove(c);
     if (rc < 0 && call_is_cancelled(c) && err && err->kind != ERR_CANCELLED)
         log_debug("call: %s %s ended after its cancellation: %s", c->id, name, err->msg);
     return rc;

@@ -49,7 +49,8 @@ enum call_budget {
 
 struct call_service_options {
     const struct catalog *cat;     /* borrowed; outlives the service */
-    const struct tools_ctx *tools; /* the daemon's services; borrowed */
+    const struct tools_ctx *tools; /* the daemon's services (its event feed carries the
+                                      console entries that call_set_log sinks get); borrowed */
     int max[CALL_BUDGET_COUNT];    /* 0 = the default of each row */
 };
 
@@ -122,11 +123,38 @@ void call_off_cancel(struct call *c);
 typedef void (*call_progress_fn)(void *ctx, double progress, double total, const char *message);
 void call_set_progress(struct call *c, call_progress_fn fn, void *ctx);
 
+/* The work says it reports progress itself at least once a second (the exec engine does), so
+ * the ticker below leaves the call alone. NULL c: no-op. */
+void call_reports_progress(struct call *c);
+
 /* True when someone listens to this call's progress (a transport set a sink). */
 bool call_wants_progress(const struct call *c);
 
 /* Reports progress (progress grows from one report to the next; total <= 0: unknown; message
- * may be NULL). Goes to the sink, if any, on the calling thread. NULL c: no-op. */
+ * may be NULL). Goes to the sink, if any, on the calling thread. NULL c: no-op.
+ * A call that draws from a budget (a long call, a search) and has a sink also hears from the
+ * service's ticker, on the ticker's thread, once a second while its work reports nothing
+ * ("<tool>: running for N s", "waiting for Studio's answer for N s"); the sink is never called
+ * by two threads at once, and not after call_run returned. */
 void call_progress(struct call *c, double progress, double total, const char *message);
+
+/* ---- the console entries of the call's own work (request-scoped logs) ---- */
+
+struct console_entry_view;
+
+/* The transport's log sink: gets the console entries of the runs this call follows
+ * (call_follow_run), on the event feed's thread, while the call is in flight. Set it before
+ * call_run; the service must have been made with an event feed. */
+typedef void (*call_log_fn)(void *ctx, const struct console_entry_view *e);
+void call_set_log(struct call *c, call_log_fn fn, void *ctx);
+
+/* True when a transport set a log sink. */
+bool call_wants_log(const struct call *c);
+
+/* The work says which exec run does this call's work: *run_id is the run's registry id, 0
+ * until the engine assigned it (the exec engine stores it there). Until call_unfollow_run,
+ * that run's console entries go to the log sink. NULL c: no-op. */
+void call_follow_run(struct call *c, const _Atomic uint64_t *run_id);
+void call_unfollow_run(struct call *c);
 
 #endif /* DAEMON_CALL_H */

@@ -30,6 +30,7 @@
 #include "proc.h"
 #include "tools.h"
 #include "vfs.h"
+#include "watch.h"
 
 static int fail(int status, const struct errinfo *err)
 {
@@ -149,13 +150,15 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     tools.events = events_new(&err);
     if (tools.events)
         console_set_listener(console, publish_console, tools.events);
-    tools.proc = tools.events ? start_exec(cfg, v, console, cg, &err) : NULL;
+    tools.watch = tools.events ? watch_new(tools.events, v, &err) : NULL;
+    tools.proc = tools.watch ? start_exec(cfg, v, console, cg, &err) : NULL;
     opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
     a = opt.calls ? api_start(&opt, &err) : NULL;
     if (!a) {
         call_service_free(opt.calls);
         proc_free(tools.proc);
         bridge_free(tools.bridge);
+        watch_free(tools.watch);
         console_set_listener(console, NULL, NULL);
         events_free(tools.events);
         return fail(1, &err);
@@ -180,6 +183,7 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     call_service_free(opt.calls);
     proc_free(tools.proc);
     bridge_free(tools.bridge);
+    watch_free(tools.watch);
     console_set_listener(console, NULL, NULL);
     events_free(tools.events);
     return 0;

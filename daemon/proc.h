@@ -69,8 +69,9 @@ cJSON *proc_sandbox_json(struct proc *p);
 /* A foreground run's handle, for cancelling it from another thread (proc_cancel). Storage is the
  * caller's: zero it before proc_run. The fields are private (guarded by the proc lock). */
 struct proc_ticket {
-    uint64_t id;    /* private: the run's registry id once it was submitted, else 0 */
-    bool cancelled; /* private */
+    _Atomic uint64_t id; /* the run's registry id once it was submitted, else 0 (may be read
+                            without the lock, e.g. by call_follow_run) */
+    bool cancelled;      /* private */
 };
 
 #define PROC_RECENT_MAX 512 /* bytes of the latest output lines a progress report carries */

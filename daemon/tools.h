@@ -23,6 +23,7 @@ struct proc;
 struct bridge;
 struct call;
 struct events;
+struct watch;
 
 /* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
  * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
@@ -32,6 +33,7 @@ struct tools_ctx {
     struct proc *proc;       /* the exec engine and process registry */
     struct bridge *bridge;   /* the Roblox Studio bridge */
     struct events *events;   /* the event feed (events.h): what changed, for listeners */
+    struct watch *watch;     /* resource watches (watch.h): subscribed resources */
 };
 
 struct tools_result {

@@ -11,9 +11,11 @@
 #include <string.h>
 
 #include "call.h"
+#include "events.h"
 #include "exec.h"
 #include "proc.h"
 #include "vfs.h"
+#include "watch.h"
 
 const char *tools_workspace_alias(const char *path)
 {
@@ -165,10 +167,16 @@ static int run_foreground(const struct tools_ctx *ctx, struct call *call, struct
     if (call_wants_progress(call)) {
         r->progress = exec_progress;
         r->progress_ctx = &w;
+        call_reports_progress(call);
     }
     call_on_cancel(call, exec_cancel_hook, &w);
+    call_follow_run(call, &w.ticket.id);
     rc = proc_run(ctx->proc, r, res, err);
+    if (call_wants_log(call))
+        events_flush(ctx->events); /* the run's last lines reach the log before the answer */
+    call_unfollow_run(call);
     call_off_cancel(call);
+    watch_resources_changed(ctx->watch); /* the run may have made or removed files */
     if (rc == 0 && res->o.cancelled) {
         errinfo_set(err, ERR_CANCELLED, "exec was cancelled; process %" PRIu64 " was killed",
                     res->o.pid);

@@ -14,6 +14,7 @@
 
 #include "utf8.h"
 #include "vfs.h"
+#include "watch.h"
 
 /* ---- arguments (already validated against the schema; these apply the defaults) ---- */
 
@@ -294,6 +295,8 @@ int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON
     }
     if (vfs_write(ctx->vfs, norm, data, len, &created, err) < 0)
         goto out;
+    if (created)
+        watch_resources_changed(ctx->watch);
     res = cJSON_CreateObject();
     if (res && (!cJSON_AddStringToObject(res, "path", norm) ||
                 !cJSON_AddNumberToObject(res, "bytes", (double)len) ||
@@ -416,6 +419,7 @@ int tools_remove(const struct tools_ctx *ctx, struct call *call, const cJSON *ar
         return -1;
     if (vfs_remove(ctx->vfs, norm, arg_bool(args, "recursive", false), &removed, err) < 0)
         return -1;
+    watch_resources_changed(ctx->watch);
     res = cJSON_CreateObject();
     if (res && (!cJSON_AddStringToObject(res, "path", norm) ||
                 !cJSON_AddNumberToObject(res, "removed", (double)removed))) {

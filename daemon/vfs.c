@@ -120,6 +120,15 @@ int vfs_open_in_root(const struct vfs *v, const char *norm, uint64_t flags)
     return -1;
 }
 
+int vfs_open_dir(struct vfs *v, const char *norm, struct errinfo *err)
+{
+    int fd = vfs_open_in_root(v, norm, O_PATH | O_DIRECTORY);
+
+    if (fd < 0)
+        vfs_path_error(err, norm, errno);
+    return fd;
+}
+
 void vfs_path_error(struct errinfo *err, const char *vpath, int e)
 {
     bool fresh = err && err->kind == ERR_NONE;

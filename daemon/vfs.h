@@ -50,6 +50,12 @@ const char *vfs_root_path(const struct vfs *v);
 /* The root directory fd (O_PATH|O_DIRECTORY), borrowed for the vfs's lifetime. */
 int vfs_root_fd(const struct vfs *v);
 
+/* Opens the workspace directory at the normalized path norm, resolved inside the root (a
+ * symlink cannot lead out), as an O_PATH|O_DIRECTORY fd the caller closes; for watching it
+ * (inotify through /proc/self/fd). -1 with err: ERR_NOT_FOUND when it is missing, ERR_INVALID
+ * when it is not a directory. */
+int vfs_open_dir(struct vfs *v, const char *norm, struct errinfo *err);
+
 /* Pure. Normalizes a tool path into out ("/a/b": one leading slash, no trailing slash, no "."
  * or ".." components, no empty components; the root is "/"). A relative path is taken from the
  * root. Fails with ERR_INVALID for an empty path, a NUL-free check is the caller's (C strings),

@@ -217,6 +217,29 @@ void mcp_server_notify_list_changed(struct mcp_server *srv, unsigned lists);
  * resourceSubscriptions) that the resource changed: notifications/resources/updated. */
 void mcp_server_notify_resource_updated(struct mcp_server *srv, const char *uri);
 
+/* ---- what clients want to hear ---- */
+
+/* For an embedder that watches only what someone listens to (a file watcher for subscribed
+ * resources, a log feed opened at the level asked for). Every member may be NULL. */
+struct mcp_interest {
+    /* A session subscribed to uri (legacy resources/subscribe, or a modern subscriptions/listen
+     * naming it in resourceSubscriptions). Return 0, or -1 with err to refuse: the client gets
+     * -32602 with err's message (e.g. a URI that names no resource). Every 0 is matched by
+     * exactly one unsubscribe(uri) later: on resources/unsubscribe, when the listen stream
+     * ends, or when the session closes. Counting subscribers per URI is the embedder's. */
+    int (*subscribe)(void *arg, const char *uri, struct errinfo *err);
+    void (*unsubscribe)(void *arg, const char *uri);
+    /* A legacy session set its log level with logging/setLevel (level: an enum mcp_log_level),
+     * or closed after setting one (level -1). */
+    void (*log_level)(void *arg, struct mcp_session *s, int level);
+    void *arg;
+};
+
+/* Sets the hooks (copied). They may run with the session's lock held, so they must be quick
+ * and must not call into the engine. Set them before the first session opens. */
+int mcp_server_set_interest(struct mcp_server *srv, const struct mcp_interest *in,
+                            struct errinfo *err);
+
 /* Log levels (RFC 5424, as MCP names them). */
 enum mcp_log_level {
     MCP_LOG_DEBUG,
@@ -344,6 +367,10 @@ bool mcp_call_wants_progress(const struct mcp_call *c);
  * from one report to the next (a repeat is not sent); total <= 0 means unknown; message may be
  * NULL. */
 void mcp_call_progress(struct mcp_call *c, double progress, double total, const char *message);
+
+/* The lowest level of log messages the client wants about this request (legacy: the session's
+ * logging/setLevel; modern: the request's own logLevel), or -1 for none. */
+int mcp_call_log_level(const struct mcp_call *c);
 
 /* Sends notifications/message about this request when the client wants this level: legacy, the
  * session's logging/setLevel; modern, the request's own "io.modelcontextprotocol/logLevel" (no

@@ -108,11 +108,10 @@ describe('autostart', { skip: skipReason }, () => {
       return t.skip('runboxd is installed system-wide');
     const p = proxy(makeBin(false));
     await p.initialize();
-    const t0 = performance.now();
     const r = await p.callTool('list_dir', {});
-    assert.ok(performance.now() - t0 < 1000);
     assert.equal(r.isError, true);
     const e = resultError(r).error;
+    // Not "did not answer": the proxy knew at once that there was nothing to start.
     assert.match(e, /^could not start runboxd: runboxd was found neither beside runbox/);
     assert.match(e, /see .*state\/runbox\/runboxd\.log$/);
     await p.close();

@@ -131,10 +131,10 @@ describe('requests to the daemon', () => {
     const fake = await fakeDaemon(okHandler);
     const p = proxy({ daemonUrl: fake.url, env: { RUNBOX_TOKEN: 's3cret' } });
     await p.initialize();
-    const content = 'y'.repeat(5000); // > 1 KiB: must not wait for 100-continue
-    const t0 = performance.now();
+    // > 1 KiB: libcurl would send "Expect: 100-continue" and wait for an interim answer that
+    // civetweb never gives; the proxy must not ask (the header check below).
+    const content = 'y'.repeat(5000);
     const r = await p.callTool('write_file', { path: '/a.txt', content });
-    assert.ok(performance.now() - t0 < 500, 'no Expect: 100-continue stall');
     assert.equal(r.isError, false);
     const req = fake.seen[0];
     assert.equal(req.method, 'POST');
@@ -225,7 +225,7 @@ describe('cancellation and timeouts', () => {
     const ms = performance.now() - t0;
     assert.equal(r.isError, true);
     assert.deepEqual(resultError(r), { error: 'MCP proxy timeout', timeout: true });
-    assert.ok(ms >= 290 && ms < 3000, `answered after ${ms} ms`);
+    assert.ok(ms >= 290, `gave up after ${ms} ms, before the 300 ms timeout`);
     await fake.until(() => fake.aborted.length === 1); // the request was given up, not left open
     await finish(p);
   });
@@ -258,16 +258,13 @@ describe('cancellation and timeouts', () => {
 });
 
 describe('daemon down, dying and back', () => {
-  test('no daemon at DAEMON_URL: isError within 100 ms that says what to do', async () => {
+  test('no daemon at DAEMON_URL: isError at once (no autostart, no retry) that says what to do', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const p = proxy({ daemonUrl: url });
     await p.initialize();
     for (let i = 0; i < 3; i++) {
-      const t0 = performance.now();
       const r = await p.callTool('list_dir', {});
-      const ms = performance.now() - t0;
-      assert.ok(ms < 100, `answered after ${ms.toFixed(1)} ms`);
       assert.equal(r.isError, true);
       const e = resultError(r);
       assert.equal(e.timeout, false);

@@ -1,0 +1,69 @@
+/* daemon/api_events.h - GET /events: the daemon's event feed (events.h) as Server-Sent Events,
+ * for runbox (the stdio proxy forwards them to its MCP client), `runbox logs -f` and the status
+ * page. Also the SSE writing that POST /tool/<name> uses for its progress stream.
+ *
+ * Query: console=<min level> (debug|log|info|warn|error|none; default debug = every entry; the
+ * ranks are debug < log = info < warn < error), source=exec|studio|daemon (only that source),
+ * since=<console id> (first replay the entries after that id still in the ring; the
+ * Last-Event-ID header does the same), uri=<resource URI> (repeatable, up to
+ * API_EVENTS_URIS_MAX: resource_updated events for those; the daemon watches them while the
+ * stream is open).
+ * Events: `console` (id: the console id; data: the entry as console_logs gives it), `ready`
+ * ({"latest_id":N}, once, after the replay), `list_changed` ({"lists":[...]}),
+ * `resource_updated` ({"uri":...}), `dropped` ({"count":N}: a reader that fell behind lost N
+ * events; re-read with console_logs since_id), and a ": keepalive" comment every
+ * API_EVENTS_KEEPALIVE_S seconds.
+ * A stream holds a civetweb worker and draws from the call service's stream budget; a reader
+ * that stops reading costs at most API_EVENTS_QUEUE_MAX bytes of queue (the rest is dropped and
+ * counted). Thread-safety: any thread. */
+#ifndef DAEMON_API_EVENTS_H
+#define DAEMON_API_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "errinfo.h"
+
+#define API_EVENTS_URIS_MAX    64
+#define API_EVENTS_KEEPALIVE_S 15
+#define API_EVENTS_QUEUE_MAX   ((size_t)1 << 20)
+
+struct mg_connection;
+struct tools_ctx;
+struct call_service;
+struct connwatch;
+struct watch;
+
+struct api_events_options {
+    const struct tools_ctx *tools; /* its events and console; borrowed */
+    struct call_service *calls;    /* the stream budget; borrowed */
+    struct connwatch *watch;       /* ends a stream whose reader went away; borrowed */
+    struct watch *resources;       /* resource watches (uri=); borrowed, may be NULL */
+};
+
+struct api_events; /* opaque */
+
+/* Returns an owned endpoint (api_events_free) or NULL with err. */
+struct api_events *api_events_new(const struct api_events_options *opt, struct errinfo *err);
+
+/* Ends every open stream (their handlers return soon after). For api_stop, before mg_stop. */
+void api_events_shutdown(struct api_events *ae);
+
+/* Frees it; every stream must have ended. NULL is a no-op. */
+void api_events_free(struct api_events *ae);
+
+/* Serves GET /events on a civetweb worker until the stream ends; returns the HTTP status. */
+int api_events_handle(struct api_events *ae, struct mg_connection *conn, const char *method);
+
+/* ---- Server-Sent Events on a civetweb connection (shared with POST /tool) ---- */
+
+/* Writes the 200 answer's head for an event stream. -1 when the client is gone. */
+int api_sse_begin(struct mg_connection *conn);
+
+/* Writes one event: "event: <event>\n" ("id: <id>\n" when id), then data as "data:" lines
+ * (data holds no newline when it is compact JSON), then the blank line. -1 when the client is
+ * gone. */
+int api_sse_event(struct mg_connection *conn, const char *event, const char *id, const char *data,
+                  size_t len);
+
+#endif /* DAEMON_API_EVENTS_H */
