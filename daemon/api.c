@@ -32,12 +32,14 @@
 #include "call.h"
 #include "catalog.h"
 #include "connwatch.h"
+#include "console.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "schema.h"
 #include "proc.h"
 #include "tools.h"
+#include "watch.h"
 #include "bridge.h"
 #include "vfs.h"
 
@@ -249,6 +251,9 @@ static int handle_health(struct api *a, struct mg_connection *conn)
     rc |= put_studio_status(a, &b);
     rc |= put_calls_status(a, &b);
     rc |= put_mcp_status(a, &b);
+    n = snprintf(head, sizeof(head), ",\"watches\":%zu",
+                 a->tools->watch ? watch_count(a->tools->watch) : (size_t)0);
+    rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= jsonbuf_put(&b, "}", 1, NULL);
     if (rc)
         n = send_error(conn, 503, "out of memory");
@@ -435,6 +440,53 @@ static void stream_progress(void *ctx, double progress, double total, const char
     jsonbuf_cleanup(&b);
 }
 
+/* The console entries of the call's own run at or above the rank asked for (?log=<level>):
+ * "log" events carrying {"id","level","source","message","pid"}. */
+struct tool_stream_log {
+    struct tool_stream *ts;
+    int min_rank;
+};
+
+static int console_rank(int level)
+{
+    return level == CONSOLE_DEBUG ? 0 : level == CONSOLE_WARN ? 2 : level == CONSOLE_ERROR ? 3 : 1;
+}
+
+static void stream_log(void *ctx, const struct console_entry_view *e)
+{
+    struct tool_stream_log *lg = ctx;
+    struct jsonbuf b = JSONBUF_INIT((size_t)1 << 20);
+    char head[96];
+
+    if (console_rank(e->level) < lg->min_rank)
+        return;
+    snprintf(head, sizeof(head), "{\"id\":%llu,\"pid\":%llu,\"level\":\"%s\",\"source\":\"%s\",",
+             (unsigned long long)e->id, (unsigned long long)e->pid, console_level_name(e->level),
+             console_source_name(e->source));
+    jsonbuf_puts(&b, head, NULL);
+    jsonbuf_puts(&b, "\"message\":", NULL);
+    jsonbuf_put_json_string(&b, e->message, e->len, NULL);
+    jsonbuf_puts(&b, "}", NULL);
+    pthread_mutex_lock(&lg->ts->mu);
+    if (!b.failed && !lg->ts->broken && api_sse_event(lg->ts->conn, "log", NULL, b.data, b.len) < 0)
+        lg->ts->broken = true;
+    pthread_mutex_unlock(&lg->ts->mu);
+    jsonbuf_cleanup(&b);
+}
+
+/* ?log=<console level> on a streamed call: its rank, or -1 (none, or not a level). */
+static int log_rank_of(struct mg_connection *conn)
+{
+    const char *qs = mg_get_request_info(conn)->query_string;
+    char v[16];
+    int level;
+
+    if (!qs || mg_get_var(qs, strlen(qs), "log", v, sizeof(v)) < 0)
+        return -1;
+    level = console_parse_level(v);
+    return level < 0 ? -1 : console_rank(level);
+}
+
 /* The last event: {"status":200,"body":<the answer a plain request gets>}. */
 static int stream_answer(struct tool_stream *ts, const char *id, const struct tools_result *res,
                          const char *error, bool timeout)
@@ -507,6 +559,7 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     struct tools_result res = {0};
     struct call *c = call_begin(a->calls, name, args, 0, &rep, &err);
     struct tool_stream ts = {.conn = conn};
+    struct tool_stream_log lg = {.ts = &ts};
     char id[48];
     int watch, status;
     bool streaming;
@@ -525,6 +578,9 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     if (streaming) {
         pthread_mutex_init(&ts.mu, NULL);
         call_set_progress(c, stream_progress, &ts);
+        lg.min_rank = log_rank_of(conn);
+        if (lg.min_rank >= 0)
+            call_set_log(c, stream_log, &lg);
     }
     if (call_run(c, &res, &err) < 0) {
         log_debug("api: call %s %s failed: %s", call_id(c), name, err.msg);
@@ -622,14 +678,15 @@ static int handle_tool(struct api *a, struct mg_connection *conn, const char *na
 
 static const char endpoints[] =
     "the endpoints are POST /tool/<name>, GET /tools, GET /health, GET /events, GET /resources, "
-    "GET /resource?uri=..., GET /prompts, POST /prompt/<name>, MCP on /mcp, /sse (with POST "
+    "GET /resource?uri=..., GET /prompts, POST /prompt/<name>, POST /complete, MCP on /mcp, /sse "
+    "(with POST "
     "/message) and /ws, and the Studio plugin's GET /poll, POST /result, POST /console and "
     "POST /disconnect";
 
 static int route(struct api *a, struct mg_connection *conn, const char *method, const char *path)
 {
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-    char msg[512];
+    char msg[768];
 
     if (strcmp(path, "/health") == 0 || strcmp(path, "/tools") == 0) {
         if (!get) {

@@ -238,7 +238,7 @@ static void stream_free(struct stream *s)
 
 /* Reads the query into s's filters and *since. Returns 0, or an HTTP status with msg. */
 static int parse_query(struct api_events *ae, struct mg_connection *conn, struct stream *s,
-                       bool *has_since, uint64_t *since, char *msg, size_t msgsz)
+                       bool *has_since, uint64_t *since, int64_t *since_ts, char *msg, size_t msgsz)
 {
     const char *qs = mg_get_request_info(conn)->query_string;
     const char *last = mg_get_header(conn, "Last-Event-ID");
@@ -283,6 +283,19 @@ static int parse_query(struct api_events *ae, struct mg_connection *conn, struct
             return 400;
         }
         *since = v;
+        *has_since = true;
+    }
+    *since_ts = 0;
+    if (qs && (n = mg_get_var(qs, qlen, "since_ts", val, sizeof(val))) != -1) {
+        char *end;
+        long long v = n < 0 ? -1 : strtoll(val, &end, 10);
+
+        if (n < 0 || !val[0] || *end || v < 0) {
+            snprintf(msg, msgsz, "since_ts=%.32s: expected a time in ms since the epoch",
+                     n < 0 ? "..." : val);
+            return 400;
+        }
+        *since_ts = v;
         *has_since = true;
     }
     uri = malloc(URI_MAX);
@@ -330,13 +343,19 @@ static int parse_query(struct api_events *ae, struct mg_connection *conn, struct
 /* Writes the console entries after since that the filters pass. Returns the last id written
  * (or since), or UINT64_MAX when the client is gone. */
 static uint64_t replay(struct api_events *ae, struct mg_connection *conn, struct stream *s,
-                       uint64_t since)
+                       uint64_t since, int64_t since_ts)
 {
-    uint64_t at = since;
+    uint64_t at = since, oldest = console_oldest_id(ae->tools->console);
 
+    /* since_id 0 means "the newest" to the console: start before the oldest kept instead. */
+    if (at == 0 && oldest > 1)
+        at = oldest - 1;
     for (;;) {
-        struct console_query q = {
-            .level = -1, .source = s->source, .since_id = at, .limit = REPLAY_PAGE};
+        struct console_query q = {.level = -1,
+                                  .source = s->source,
+                                  .since_id = at,
+                                  .since_ts_ms = since_ts,
+                                  .limit = REPLAY_PAGE};
         cJSON *page = console_query_json(ae->tools->console, &q);
         const cJSON *entries = cJSON_GetObjectItemCaseSensitive(page, "entries"), *e;
         size_t count = 0;
@@ -429,6 +448,7 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
     struct errinfo err = {0};
     char msg[512], ready[64];
     uint64_t since, replayed;
+    int64_t since_ts;
     bool has_since;
     int status, listen = -1, watch = -1, fd;
     unsigned kinds;
@@ -446,7 +466,7 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
     s->ae = ae;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
-    status = parse_query(ae, conn, s, &has_since, &since, msg, sizeof(msg));
+    status = parse_query(ae, conn, s, &has_since, &since, &since_ts, msg, sizeof(msg));
     if (status) {
         stream_free(s);
         return api_send_error(conn, status, msg, NULL, NULL);
@@ -474,7 +494,7 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
     replayed = 0;
     if (api_sse_begin(conn) == 0) {
         /* Without since, the stream starts now: nothing is replayed or skipped. */
-        replayed = s->min_rank >= 0 && has_since ? replay(ae, conn, s, since) : 0;
+        replayed = s->min_rank >= 0 && has_since ? replay(ae, conn, s, since, since_ts) : 0;
         if (replayed != UINT64_MAX) {
             snprintf(ready, sizeof(ready), "{\"latest_id\":%" PRIu64 "}",
                      console_latest_id(ae->tools->console));

@@ -5,7 +5,8 @@
  * Query: console=<min level> (debug|log|info|warn|error|none; default debug = every entry; the
  * ranks are debug < log = info < warn < error), source=exec|studio|daemon (only that source),
  * since=<console id> (first replay the entries after that id still in the ring; the
- * Last-Event-ID header does the same), uri=<resource URI> (repeatable, up to
+ * Last-Event-ID header does the same), since_ts=<ms since the epoch> (replay the entries
+ * written at or after that time; with since, both must hold), uri=<resource URI> (repeatable, up to
  * API_EVENTS_URIS_MAX: resource_updated events for those; the daemon watches them while the
  * stream is open).
  * Events: `console` (id: the console id; data: the entry as console_logs gives it), `ready`

@@ -1,6 +1,6 @@
 /* daemon/api_resources.c - GET /resources, GET /resource, GET /prompts, POST /prompt/<name>
- * (see api_resources.h): parameters out of the request, resources.c and prompts.c do the work,
- * the MCP result object goes back wrapped in {"ok":true,"result":...}. */
+ * and POST /complete (see api_resources.h): parameters out of the request, resources.c and
+ * prompts.c do the work, the MCP result object goes back wrapped in {"ok":true,"result":...}. */
 #include "api_resources.h"
 
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <civetweb.h>
 
 #include "api.h"
+#include "complete.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -24,7 +25,8 @@
 bool api_resources_is_path(const char *path)
 {
     return strcmp(path, "/resources") == 0 || strcmp(path, "/resource") == 0 ||
-           strcmp(path, "/prompts") == 0 || strncmp(path, "/prompt/", 8) == 0;
+           strcmp(path, "/prompts") == 0 || strncmp(path, "/prompt/", 8) == 0 ||
+           strcmp(path, "/complete") == 0;
 }
 
 static int send_body(struct mg_connection *conn, int status, const char *body, size_t len,
@@ -145,6 +147,27 @@ static int handle_prompt(const struct tools_ctx *ctx, struct mg_connection *conn
     return send_result(conn, rc, res, &err);
 }
 
+/* POST /complete: the body is completion/complete's params. */
+static int handle_complete(const struct tools_ctx *ctx, struct mg_connection *conn)
+{
+    struct errinfo err = {0};
+    cJSON *params = NULL, *res = NULL;
+    int status = read_args(conn, &params), rc;
+
+    if (status)
+        return status;
+    if (!cJSON_IsObject(params)) {
+        cJSON_Delete(params);
+        return send_fail(conn, 400,
+                         "the body must be completion/complete's params: {\"ref\":{...},"
+                         "\"argument\":{\"name\",\"value\"}}",
+                         NULL);
+    }
+    rc = complete_answer(ctx, params, &res, &err);
+    cJSON_Delete(params);
+    return send_result(conn, rc, res, &err);
+}
+
 int api_resources_handle(const struct tools_ctx *ctx, struct mg_connection *conn,
                          const char *method, const char *path)
 {
@@ -154,6 +177,12 @@ int api_resources_handle(const struct tools_ctx *ctx, struct mg_connection *conn
     cJSON *res = NULL;
     int rc, have;
 
+    if (strcmp(path, "/complete") == 0) {
+        if (strcmp(method, "POST") != 0)
+            return send_fail(conn, 405, "use POST with completion/complete's params as the body",
+                             "POST");
+        return handle_complete(ctx, conn);
+    }
     if (strncmp(path, "/prompt/", 8) == 0) {
         if (strcmp(method, "POST") != 0)
             return send_fail(conn, 405, "use POST with the prompt's arguments as a JSON object",

@@ -1,6 +1,7 @@
-/* daemon/api_resources.h - the HTTP side of MCP resources and prompts: GET /resources
- * [?cursor=C], GET /resource?uri=U, GET /prompts and POST /prompt/<name> (body: the arguments
- * object, or none). api.c's route() calls these after its Host, Origin and token checks.
+/* daemon/api_resources.h - the HTTP side of MCP resources, prompts and completion: GET
+ * /resources [?cursor=C], GET /resource?uri=U, GET /prompts, POST /prompt/<name> (body: the
+ * arguments object, or none) and POST /complete (body: completion/complete's params). api.c's
+ * route() calls these after its Host, Origin and token checks.
  *
  * Answers: 200 {"ok":true,"result":<the MCP result object>}; a bad cursor, URI, prompt name or
  * argument is 400 and a missing file 404, as {"ok":false,"error":"<message for the client>"};

@@ -271,8 +271,9 @@ static void format_ts(int64_t ms, char *out, size_t size)
 
 static bool matches(const struct entry *e, const struct console_query *q)
 {
-    return e->id > q->since_id && (q->level < 0 || e->level == q->level) &&
-           (q->source < 0 || e->source == q->source) && (!q->pid || e->pid == q->pid);
+    return e->id > q->since_id && e->ts_ms >= q->since_ts_ms &&
+           (q->level < 0 || e->level == q->level) && (q->source < 0 || e->source == q->source) &&
+           (!q->pid || e->pid == q->pid);
 }
 
 static cJSON *entry_json(const struct entry *e)

@@ -64,12 +64,13 @@ uint64_t console_appendf(struct console *c, enum console_level level, enum conso
                          uint64_t pid, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 struct console_query {
-    int level;         /* an enum console_level, or -1 for all */
-    int source;        /* an enum console_source, or -1 for all */
-    uint64_t since_id; /* only entries with id > since_id (0 = from the oldest kept) */
-    uint64_t pid;      /* only entries of this run (0 = all) */
-    size_t limit;      /* most entries returned (0 = 100); the NEWEST matching ones when
-                          since_id is 0, else the oldest after since_id */
+    int level;           /* an enum console_level, or -1 for all */
+    int source;          /* an enum console_source, or -1 for all */
+    uint64_t since_id;   /* only entries with id > since_id (0 = from the oldest kept) */
+    int64_t since_ts_ms; /* only entries with ts_ms >= this (0 = any time) */
+    uint64_t pid;        /* only entries of this run (0 = all) */
+    size_t limit;        /* most entries returned (0 = 100); the NEWEST matching ones when
+                            since_id is 0, else the oldest after since_id */
 };
 
 /* The matching entries as a JSON object {"entries":[{"id","ts","level","source","message",

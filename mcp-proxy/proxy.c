@@ -29,6 +29,7 @@
 #include "jsonbuf.h"
 #include "log.h"
 #include "runbox/mcp.h"
+#include "sse.h"
 #include "upstream.h"
 
 #define READ_CHUNK   ((size_t)64 * 1024)   /* room offered to each read() of stdin */
@@ -36,7 +37,7 @@
 #define OUT_FLUSH_AT ((size_t)256 * 1024)  /* flush early past this many pending bytes */
 #define OUT_KEEP     ((size_t)64 * 1024)   /* a larger output buffer is freed after a flush */
 
-#define TOOL_PATH_MAX (sizeof("/tool/") + 128)
+#define TOOL_PATH_MAX (sizeof("/tool/") + 128 + sizeof("?log=debug"))
 
 static volatile sig_atomic_t stop_signal; /* SIGTERM or SIGINT received */
 
@@ -58,7 +59,12 @@ struct pcall {
     size_t body_len;
     bool queued;               /* waiting for runboxd to come up */
     struct pcall *prev, *next; /* in the waiting queue */
-    char path[TOOL_PATH_MAX];  /* "/tool/<name>" */
+    char path[TOOL_PATH_MAX];  /* "/tool/<name>" (with "?log=<level>" for a request's log) */
+    /* A tool call whose progress or log the client asked for goes as an event stream. */
+    bool stream;
+    struct sse_parser *sse; /* owned while the stream is read */
+    char *answer;           /* owned: the body of the stream's answer event, or NULL */
+    long answer_status;
 };
 
 struct proxy {
@@ -76,6 +82,7 @@ struct proxy {
     struct pcall *wait_head, *wait_tail;
     struct pollfd *fds; /* owned: stdin, then curl's sockets */
     size_t fds_cap;
+    struct proxy_follow follow; /* runboxd's events as notifications */
 };
 
 static const char oom_msg[] = "runbox is out of memory";
@@ -155,6 +162,11 @@ static void pcall_free(struct pcall *pc)
 {
     if (!pc)
         return;
+    if (pc->sse) {
+        sse_cleanup(pc->sse);
+        free(pc->sse);
+    }
+    free(pc->answer);
     free(pc->body);
     free(pc->url);
     free(pc);
@@ -216,12 +228,72 @@ static void fail_call(struct pcall *pc, const char *msg, bool timeout)
 
 static void on_answer(void *ctx, const struct upstream_reply *reply);
 
+/* One event of a tool call's stream: progress and log go to the client now, the answer is
+ * kept for on_answer. */
+static bool on_call_event(void *ctx, const struct sse_event *ev)
+{
+    struct pcall *pc = ctx;
+    cJSON *doc = cJSON_ParseWithLength(ev->data, ev->data_len);
+
+    if (!doc)
+        return true;
+    if (strcmp(ev->event, "progress") == 0) {
+        const cJSON *pr = cJSON_GetObjectItemCaseSensitive(doc, "progress");
+        const cJSON *total = cJSON_GetObjectItemCaseSensitive(doc, "total");
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(doc, "message");
+
+        if (cJSON_IsNumber(pr))
+            mcp_call_progress(pc->call, pr->valuedouble,
+                              cJSON_IsNumber(total) ? total->valuedouble : 0,
+                              cJSON_IsString(msg) ? msg->valuestring : NULL);
+    } else if (strcmp(ev->event, "log") == 0) {
+        const cJSON *level = cJSON_GetObjectItemCaseSensitive(doc, "level");
+        const cJSON *source = cJSON_GetObjectItemCaseSensitive(doc, "source");
+        const char *lv = cJSON_IsString(level) ? level->valuestring : "log";
+        enum mcp_log_level l = strcmp(lv, "debug") == 0   ? MCP_LOG_DEBUG
+                               : strcmp(lv, "warn") == 0  ? MCP_LOG_WARNING
+                               : strcmp(lv, "error") == 0 ? MCP_LOG_ERROR
+                                                          : MCP_LOG_INFO;
+        char *logger = cJSON_IsString(source) ? strdup(source->valuestring) : NULL;
+
+        cJSON_DeleteItemFromObjectCaseSensitive(doc, "level");
+        mcp_call_log(pc->call, l, logger ? logger : "exec", doc);
+        free(logger);
+        return true; /* doc went to the engine */
+    } else if (strcmp(ev->event, "answer") == 0) {
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
+        const cJSON *body = cJSON_GetObjectItemCaseSensitive(doc, "body");
+
+        free(pc->answer);
+        pc->answer = body ? cJSON_PrintUnformatted(body) : NULL;
+        pc->answer_status = cJSON_IsNumber(status) ? (long)status->valuedouble : 0;
+    }
+    cJSON_Delete(doc);
+    return true;
+}
+
+static void on_call_chunk(void *ctx, const char *data, size_t len)
+{
+    struct pcall *pc = ctx;
+
+    if (!pc->sse) {
+        pc->sse = calloc(1, sizeof(*pc->sse));
+        if (!pc->sse)
+            return;
+        sse_init(pc->sse, UPSTREAM_MAX_BODY + 1024);
+    }
+    sse_feed(pc->sse, data, len, on_call_event, pc);
+}
+
 static void submit(struct proxy *p, struct pcall *pc)
 {
     struct errinfo err = {0};
 
     if (pc->get)
         pc->req = upstream_get(p->up, pc->url, 0, on_answer, pc, &err);
+    else if (pc->stream)
+        pc->req = upstream_post_stream(p->up, pc->path, pc->body, pc->body_len, on_call_chunk,
+                                       on_answer, pc, &err);
     else
         pc->req = upstream_post(p->up, pc->url ? pc->url : pc->path, pc->body, pc->body_len,
                                 on_answer, pc, &err);
@@ -291,7 +363,23 @@ static void on_answer(void *ctx, const struct upstream_reply *reply)
         proxy_answer_request(call, reply, upstream_base_url(p->up));
         return;
     }
-    upstream_map_answer(reply, upstream_base_url(p->up), &a);
+    if (pc->stream && reply->outcome == UPSTREAM_ANSWERED && pc->sse) {
+        /* The answer came as the stream's last event; no answer event means the daemon went
+         * away mid-call. */
+        struct upstream_reply streamed = *reply;
+
+        if (pc->answer) {
+            streamed.status = pc->answer_status;
+            streamed.body = pc->answer;
+            streamed.body_len = strlen(pc->answer);
+        } else {
+            streamed.outcome = UPSTREAM_DROPPED;
+            streamed.error = "the event stream ended before the answer";
+        }
+        upstream_map_answer(&streamed, upstream_base_url(p->up), &a);
+    } else {
+        upstream_map_answer(reply, upstream_base_url(p->up), &a);
+    }
     pcall_free(pc);
     if (a.ok) {
         answer_tool(call, a.result, a.structured);
@@ -311,7 +399,9 @@ static void on_daemon_started(void *ctx, bool ok, const char *reason)
     char msg[ERRINFO_MSG_MAX + 4200];
 
     p->wait_head = p->wait_tail = NULL;
-    if (!ok)
+    if (ok)
+        proxy_follow_kick(&p->follow);
+    else
         snprintf(msg, sizeof(msg), "could not start runboxd: %s; see %s", reason,
                  autostart_log_path(p->as));
     while (pc) {
@@ -369,6 +459,19 @@ static void on_tool(void *arg, struct mcp_call *call)
     pc->p = p;
     pc->call = call;
     snprintf(pc->path, sizeof(pc->path), "/tool/%s", mcp_call_name(call));
+    /* Progress, and a modern request's own log, come on an event stream. (A legacy session's
+     * log comes through the follower, like every console entry.) */
+    pc->stream = mcp_call_wants_progress(call) ||
+                 (mcp_call_is_modern(call) && mcp_call_log_level(call) >= 0);
+    if (mcp_call_is_modern(call) && mcp_call_log_level(call) >= 0) {
+        size_t n = strlen(pc->path);
+
+        snprintf(pc->path + n, sizeof(pc->path) - n, "?log=%s",
+                 mcp_call_log_level(call) <= MCP_LOG_DEBUG     ? "debug"
+                 : mcp_call_log_level(call) <= MCP_LOG_NOTICE  ? "info"
+                 : mcp_call_log_level(call) <= MCP_LOG_WARNING ? "warn"
+                                                               : "error");
+    }
     pc->body = args ? cJSON_PrintUnformatted(args) : strdup("{}");
     if (!pc->body) {
         fail_call(pc, oom_msg, false);
@@ -482,10 +585,12 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
     for (;;) {
         int64_t now = upstream_now_ms();
         size_t nfds;
-        int timeout;
+        int timeout, follow_ms;
 
         upstream_dispatch(p->up, NULL, 0, now);
         autostart_tick(p->as, now);
+        follow_ms = proxy_follow_tick(&p->follow, now);
+        upstream_dispatch(p->up, NULL, 0, now); /* starts a stream the follower opened */
         flush_output(p);
         /* After stdin ends, the calls already asked for are still answered (a client that
          * pipes requests in wants their answers); clients that want to stop at once send
@@ -499,6 +604,7 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
         nfds = build_pollfds(p);
         now = upstream_now_ms(); /* writing stdout may have taken a while */
         timeout = min_timeout(upstream_timeout_ms(p->up, now), autostart_timeout_ms(p->as, now));
+        timeout = min_timeout(timeout, follow_ms);
         if (wait_events(p, nfds, timeout, wait_mask) < 0) {
             if (errno == EINTR)
                 continue;
@@ -527,6 +633,9 @@ static void on_request(void *arg, struct mcp_call *call)
                        NULL);
         return;
     }
+    /* A client that lists or reads resources hears when the list changes. */
+    if (strncmp(mcp_call_method(call), "resources/", 10) == 0)
+        proxy_follow_want(&p->follow);
     pc = calloc(1, sizeof(*pc));
     if (!pc) {
         mcp_call_error(call, MCP_INTERNAL_ERROR, oom_msg, NULL);
@@ -542,6 +651,30 @@ static void on_request(void *arg, struct mcp_call *call)
     }
     pc->body_len = pc->body ? strlen(pc->body) : 0;
     start(p, pc);
+}
+
+/* ---- what the client wants to hear (the engine's interest hooks) ---- */
+
+static int on_subscribe(void *arg, const char *uri, struct errinfo *err)
+{
+    struct proxy *p = arg;
+
+    return proxy_follow_subscribe(&p->follow, uri, err);
+}
+
+static void on_unsubscribe(void *arg, const char *uri)
+{
+    struct proxy *p = arg;
+
+    proxy_follow_unsubscribe(&p->follow, uri);
+}
+
+static void on_log_level(void *arg, struct mcp_session *s, int level)
+{
+    struct proxy *p = arg;
+
+    (void)s; /* stdio has one session */
+    proxy_follow_set_level(&p->follow, level);
 }
 
 static const struct mcp_transport stdio_transport = {.send = be_send};
@@ -581,8 +714,14 @@ static struct mcp_server *make_server(struct proxy *p, struct errinfo *err)
     struct mcp_resource_template t = files;
     const struct catalog *cat = p->cfg->catalog ? p->cfg->catalog : catalog_builtin();
     /* The rules the listed tools share (paths, values) are said once, in the instructions. */
-    struct mcp_server_info info = {
-        .name = "runbox", .version = RUNBOX_VERSION, .instructions = catalog_instructions(cat)};
+    struct mcp_server_info info = {.name = "runbox",
+                                   .version = RUNBOX_VERSION,
+                                   .instructions = catalog_instructions(cat),
+                                   .notifies = MCP_NOTIFY_RESOURCES | MCP_NOTIFY_UPDATES};
+    const struct mcp_interest in = {.subscribe = on_subscribe,
+                                    .unsubscribe = on_unsubscribe,
+                                    .log_level = on_log_level,
+                                    .arg = p};
     struct mcp_server *srv = mcp_server_new(&info, err); /* copies info */
 
     t.arg = p;
@@ -591,7 +730,9 @@ static struct mcp_server *make_server(struct proxy *p, struct errinfo *err)
     if (catalog_register_tools(cat, srv, on_tool, p, err) < 0 ||
         mcp_server_add_resource_template(srv, &t, err) < 0 ||
         mcp_server_set_resource_provider(srv, on_request, on_request, p, err) < 0 ||
-        mcp_server_set_prompt_provider(srv, on_request, on_request, p, err) < 0) {
+        mcp_server_set_prompt_provider(srv, on_request, on_request, p, err) < 0 ||
+        mcp_server_set_completion(srv, on_request, p, err) < 0 ||
+        mcp_server_set_interest(srv, &in, err) < 0) {
         mcp_server_free(srv);
         return NULL;
     }
@@ -603,6 +744,7 @@ static void proxy_cleanup(struct proxy *p)
     /* Closes the session first: it cancels every call in flight through its cancel hook. */
     if (p->session)
         mcp_session_close(p->session);
+    proxy_follow_cleanup(&p->follow);
     mcp_server_free(p->srv);
     autostart_free(p->as);
     upstream_free(p->up);
@@ -639,6 +781,7 @@ int proxy_run(const struct proxy_config *cfg, int in_fd, int out_fd, struct erri
     p.fds_cap = 16;
     p.fds = calloc(p.fds_cap, sizeof(*p.fds));
     p.srv = p.fds ? make_server(&p, err) : NULL;
+    proxy_follow_init(&p.follow, p.up, p.srv);
     p.session = p.srv ? mcp_session_new(p.srv, &stdio_transport, &p, 0, err) : NULL;
     if (!p.fds || !p.session) {
         errinfo_set(err, ERR_NOMEM, "proxy: cannot create the MCP session");

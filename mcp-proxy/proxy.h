@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -97,10 +98,16 @@ size_t proxy_lines_capacity(const struct proxy_lines *pl);
 struct mcp_call;
 struct upstream_reply;
 
-/* Pure. The HTTP request for an MCP resources/prompts request: *url (owned) is the path and
- * query ("/resources?cursor=...", "/resource?uri=...", "/prompts", "/prompt/<name>"), *get
- * whether it is a GET, *body (owned, or NULL for a GET) the JSON body of a POST. Parameters are
- * percent-encoded. Returns 0, or -1 when out of memory (nothing is left allocated). */
+struct jsonbuf;
+
+/* Appends s percent-encoded: everything but RFC 3986's unreserved characters. */
+void proxy_url_escape(struct jsonbuf *b, const char *s);
+
+/* Pure. The HTTP request for an MCP resources/prompts/completion request: *url (owned) is the
+ * path and query ("/resources?cursor=...", "/resource?uri=...", "/prompts", "/prompt/<name>",
+ * "/complete"), *get whether it is a GET, *body (owned, or NULL for a GET) the JSON body of a
+ * POST. Parameters are percent-encoded. Returns 0, or -1 when out of memory (nothing is left
+ * allocated). */
 int proxy_request_http(const char *method, const cJSON *params, char **url, bool *get, char **body);
 
 /* Answers req from runboxd's reply: 200 {"ok":true,"result":R} -> R; a 4xx -> -32602 with the
@@ -108,5 +115,56 @@ int proxy_request_http(const char *method, const cJSON *params, char **url, bool
  * tool calls get. */
 void proxy_answer_request(struct mcp_call *req, const struct upstream_reply *reply,
                           const char *base_url);
+
+/* ---- following runboxd's events (proxy_follow.c) ---- */
+
+/* The notifications runbox's client asked for, fed from runboxd's GET /events: console entries
+ * at the client's logging/setLevel as notifications/message, notifications/resources/updated
+ * for its subscriptions, and the daemon's list changes. The stream is opened once the client
+ * wants something (a log level, a subscription, or it listed or read resources) and the daemon
+ * answers; it is reopened, continuing after the last console entry it carried, when what the
+ * client wants changes, and retried with back-off (PROXY_FOLLOW_RETRY_MAX_MS at most) while the
+ * daemon is away. Owner thread only; the fields are private. */
+#define PROXY_FOLLOW_URIS_MAX     64
+#define PROXY_FOLLOW_RETRY_MAX_MS 8000
+
+struct upstream;
+struct upstream_req;
+struct mcp_server;
+struct sse_parser;
+
+struct proxy_follow {
+    struct upstream *up;      /* borrowed */
+    struct mcp_server *srv;   /* borrowed: where notifications go */
+    struct upstream_req *req; /* the stream, or NULL */
+    struct sse_parser *sse;   /* owned, while a stream is open */
+    int level;                /* the client's enum mcp_log_level, or -1 */
+    char *uris[PROXY_FOLLOW_URIS_MAX];
+    size_t nuris;
+    bool wanted;      /* the client wants something */
+    bool dirty;       /* what it wants changed since the stream opened */
+    bool had_ready;   /* the open stream said ready */
+    uint64_t last_id; /* the last console id the stream carried (0: none) */
+    int64_t since_ts; /* a stream opened afresh replays the entries since then (ms since the
+                         epoch: when the client set its level, or when the last stream ended) */
+    int64_t retry_at; /* when to (re)open, or 0 for now */
+    int backoff_ms;
+};
+
+void proxy_follow_init(struct proxy_follow *f, struct upstream *up, struct mcp_server *srv);
+void proxy_follow_cleanup(struct proxy_follow *f);
+
+/* What the client wants (the engine's interest hooks and the resources requests call these). */
+int proxy_follow_subscribe(struct proxy_follow *f, const char *uri, struct errinfo *err);
+void proxy_follow_unsubscribe(struct proxy_follow *f, const char *uri);
+void proxy_follow_set_level(struct proxy_follow *f, int level);
+void proxy_follow_want(struct proxy_follow *f);
+
+/* The daemon was just started (autostart): try at once rather than after the back-off. */
+void proxy_follow_kick(struct proxy_follow *f);
+
+/* Each turn of the loop, outside libcurl's callbacks: opens or reopens the stream when due.
+ * Returns the milliseconds until it wants the next turn, or -1. */
+int proxy_follow_tick(struct proxy_follow *f, int64_t now_ms);
 
 #endif /* MCP_PROXY_PROXY_H */

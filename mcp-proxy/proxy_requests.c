@@ -13,8 +13,7 @@
 
 #define URL_MAX ((size_t)64 << 10)
 
-/* Appends s percent-encoded: everything but RFC 3986's unreserved characters. */
-static void put_escaped(struct jsonbuf *b, const char *s)
+void proxy_url_escape(struct jsonbuf *b, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
 
@@ -43,23 +42,26 @@ int proxy_request_http(const char *method, const cJSON *params, char **url, bool
     const cJSON *args;
     const char *v;
 
-    *get = strcmp(method, "prompts/get") != 0;
+    *get = strcmp(method, "prompts/get") != 0 && strcmp(method, "completion/complete") != 0;
     *body = NULL;
     if (strcmp(method, "resources/list") == 0) {
         jsonbuf_puts(&b, "/resources", NULL);
         v = param_str(params, "cursor");
         if (v) {
             jsonbuf_puts(&b, "?cursor=", NULL);
-            put_escaped(&b, v);
+            proxy_url_escape(&b, v);
         }
     } else if (strcmp(method, "resources/read") == 0) {
         jsonbuf_puts(&b, "/resource?uri=", NULL);
-        put_escaped(&b, param_str(params, "uri") ? param_str(params, "uri") : "");
+        proxy_url_escape(&b, param_str(params, "uri") ? param_str(params, "uri") : "");
     } else if (strcmp(method, "prompts/list") == 0) {
         jsonbuf_puts(&b, "/prompts", NULL);
+    } else if (strcmp(method, "completion/complete") == 0) {
+        jsonbuf_puts(&b, "/complete", NULL);
+        *body = params ? cJSON_PrintUnformatted(params) : strdup("{}");
     } else {
         jsonbuf_puts(&b, "/prompt/", NULL);
-        put_escaped(&b, param_str(params, "name") ? param_str(params, "name") : "");
+        proxy_url_escape(&b, param_str(params, "name") ? param_str(params, "name") : "");
         args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
         *body = cJSON_IsObject(args) ? cJSON_PrintUnformatted(args) : strdup("{}");
     }

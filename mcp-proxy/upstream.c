@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -38,6 +39,8 @@ struct upstream_req {
     size_t resp_len;
     size_t resp_cap;
     bool too_large;
+    upstream_chunk_fn chunk;          /* a stream request: event-stream bodies go here */
+    int sse;                          /* -1 not known yet, 0 no (gathered), 1 yes (to chunk) */
     struct upstream_req *prev, *next; /* in the active list, or next in the free list */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -52,9 +55,11 @@ struct upstream {
     char *base_url; /* owned */
     char *token;    /* owned, or NULL */
     long timeout_ms;
-    struct curl_slist *post_headers; /* owned */
-    struct curl_slist *get_headers;  /* owned */
-    struct upstream_req *active;     /* requests in flight (doubly linked) */
+    struct curl_slist *post_headers;     /* owned */
+    struct curl_slist *get_headers;      /* owned */
+    struct curl_slist *post_sse_headers; /* owned: the same asking for text/event-stream */
+    struct curl_slist *get_sse_headers;  /* owned */
+    struct upstream_req *active;         /* requests in flight (doubly linked) */
     size_t nactive;
     struct upstream_req *free_list; /* idle requests (singly linked through next) */
     size_t nfree;
@@ -147,11 +152,29 @@ static int curl_load(struct errinfo *err)
 
 /* ---- curl callbacks ---- */
 
+/* True when the answer's Content-Type is text/event-stream (known once the body begins). */
+static bool is_event_stream(struct upstream_req *r)
+{
+    char *ctype = NULL;
+
+    if (cu.easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype) != CURLE_OK || !ctype)
+        return false;
+    return strncasecmp(ctype, "text/event-stream", 17) == 0;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
     struct upstream_req *r = userp;
     size_t n = size * nmemb;
 
+    if (r->chunk) {
+        if (r->sse < 0)
+            r->sse = is_event_stream(r) ? 1 : 0;
+        if (r->sse) {
+            r->chunk(r->ctx, data, n);
+            return n;
+        }
+    }
     if (n > UPSTREAM_MAX_BODY - r->resp_len) {
         r->too_large = true;
         return 0; /* makes curl stop with CURLE_WRITE_ERROR */
@@ -278,6 +301,7 @@ static void req_put(struct upstream *up, struct upstream_req *r)
 {
     r->done = NULL;
     r->ctx = NULL;
+    r->chunk = NULL;
     r->resp_len = 0;
     r->too_large = false;
     r->errbuf[0] = '\0';
@@ -321,8 +345,8 @@ static void active_unlink(struct upstream *up, struct upstream_req *r)
 static int ensure_ready(struct upstream *up, struct errinfo *err);
 
 static struct upstream_req *start(struct upstream *up, const char *path, const char *body,
-                                  size_t len, long timeout_ms, upstream_done_fn done, void *ctx,
-                                  struct errinfo *err)
+                                  size_t len, long timeout_ms, upstream_chunk_fn chunk,
+                                  upstream_done_fn done, void *ctx, struct errinfo *err)
 {
     char url[UPSTREAM_URL_MAX + 512];
     struct upstream_req *r;
@@ -342,13 +366,15 @@ static struct upstream_req *start(struct upstream *up, const char *path, const c
     if (rc == CURLE_OK)
         rc = cu.easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
     if (rc == CURLE_OK && body) {
-        rc = cu.easy_setopt(r->easy, CURLOPT_HTTPHEADER, up->post_headers);
+        rc = cu.easy_setopt(r->easy, CURLOPT_HTTPHEADER,
+                            chunk ? up->post_sse_headers : up->post_headers);
         if (rc == CURLE_OK)
             rc = cu.easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
         if (rc == CURLE_OK)
             rc = cu.easy_setopt(r->easy, CURLOPT_POSTFIELDS, body);
     } else if (rc == CURLE_OK) {
-        rc = cu.easy_setopt(r->easy, CURLOPT_HTTPHEADER, up->get_headers);
+        rc = cu.easy_setopt(r->easy, CURLOPT_HTTPHEADER,
+                            chunk ? up->get_sse_headers : up->get_headers);
         if (rc == CURLE_OK)
             rc = cu.easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
     }
@@ -360,6 +386,8 @@ static struct upstream_req *start(struct upstream *up, const char *path, const c
     }
     r->done = done;
     r->ctx = ctx;
+    r->chunk = chunk;
+    r->sse = -1;
     active_link(up, r);
     log_trace("upstream: %s %s", body ? "POST" : "GET", url);
     return r;
@@ -369,13 +397,28 @@ struct upstream_req *upstream_post(struct upstream *up, const char *path, const 
                                    size_t len, upstream_done_fn done, void *ctx,
                                    struct errinfo *err)
 {
-    return start(up, path, body ? body : "", body ? len : 0, up->timeout_ms, done, ctx, err);
+    return start(up, path, body ? body : "", body ? len : 0, up->timeout_ms, NULL, done, ctx, err);
+}
+
+struct upstream_req *upstream_post_stream(struct upstream *up, const char *path, const char *body,
+                                          size_t len, upstream_chunk_fn chunk,
+                                          upstream_done_fn done, void *ctx, struct errinfo *err)
+{
+    return start(up, path, body ? body : "", body ? len : 0, up->timeout_ms, chunk, done, ctx, err);
+}
+
+struct upstream_req *upstream_get_stream(struct upstream *up, const char *path,
+                                         upstream_chunk_fn chunk, upstream_done_fn done, void *ctx,
+                                         struct errinfo *err)
+{
+    return start(up, path, NULL, 0, 0, chunk, done, ctx, err);
 }
 
 struct upstream_req *upstream_get(struct upstream *up, const char *path, long timeout_ms,
                                   upstream_done_fn done, void *ctx, struct errinfo *err)
 {
-    return start(up, path, NULL, 0, timeout_ms > 0 ? timeout_ms : up->timeout_ms, done, ctx, err);
+    return start(up, path, NULL, 0, timeout_ms > 0 ? timeout_ms : up->timeout_ms, NULL, done, ctx,
+                 err);
 }
 
 void upstream_cancel(struct upstream *up, struct upstream_req *req)
@@ -515,43 +558,53 @@ void upstream_dispatch(struct upstream *up, const struct pollfd *fds, size_t n, 
 
 /* ---- setup ---- */
 
+/* Appends lines[0..n) and, when auth is set, auth to *list. Returns false when out of memory. */
+static bool append_headers(struct curl_slist **list, const char *const *lines, size_t n,
+                           const char *auth)
+{
+    for (size_t i = 0; i <= n; i++) {
+        const char *h = i < n ? lines[i] : auth;
+        struct curl_slist *l;
+
+        if (!h)
+            continue;
+        l = cu.slist_append(*list, h);
+        if (!l)
+            return false;
+        *list = l;
+    }
+    return true;
+}
+
 static int build_headers(struct upstream *up, const char *token, struct errinfo *err)
 {
+    /* "Expect:": no 100-continue wait for bodies over 1 KiB (civetweb never sends one). */
     static const char *const post[] = {"Content-Type: application/json", "Accept: application/json",
-                                       "Expect:"}; /* no 100-continue wait for bodies > 1 KiB */
+                                       "Expect:"};
+    static const char *const post_sse[] = {"Content-Type: application/json",
+                                           "Accept: text/event-stream", "Expect:"};
+    static const char *const get[] = {"Accept: application/json"};
+    static const char *const get_sse[] = {"Accept: text/event-stream"};
     char auth[UPSTREAM_TOKEN_MAX + 32];
+    const char *a = NULL;
 
-    for (size_t i = 0; i < sizeof(post) / sizeof(post[0]); i++) {
-        struct curl_slist *l = cu.slist_append(up->post_headers, post[i]);
-
-        if (!l)
-            goto nomem;
-        up->post_headers = l;
-    }
-    up->get_headers = cu.slist_append(NULL, "Accept: application/json");
-    if (!up->get_headers)
-        goto nomem;
     if (token && *token) {
-        struct curl_slist *l;
         int n = snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 
         if (n < 0 || (size_t)n >= sizeof(auth)) {
             errinfo_set(err, ERR_INVALID, "RUNBOX_TOKEN is too long");
             return -1;
         }
-        l = cu.slist_append(up->post_headers, auth);
-        if (!l)
-            goto nomem;
-        up->post_headers = l;
-        l = cu.slist_append(up->get_headers, auth);
-        if (!l)
-            goto nomem;
-        up->get_headers = l;
+        a = auth;
+    }
+    if (!append_headers(&up->post_headers, post, 3, a) ||
+        !append_headers(&up->post_sse_headers, post_sse, 3, a) ||
+        !append_headers(&up->get_headers, get, 1, a) ||
+        !append_headers(&up->get_sse_headers, get_sse, 1, a)) {
+        errinfo_set(err, ERR_NOMEM, "upstream: out of memory for HTTP headers");
+        return -1;
     }
     return 0;
-nomem:
-    errinfo_set(err, ERR_NOMEM, "upstream: out of memory for HTTP headers");
-    return -1;
 }
 
 static int setup_multi(struct upstream *up)
@@ -595,7 +648,9 @@ static int ensure_ready(struct upstream *up, struct errinfo *err)
 fail:
     cu.slist_free_all(up->post_headers);
     cu.slist_free_all(up->get_headers);
-    up->post_headers = up->get_headers = NULL;
+    cu.slist_free_all(up->post_sse_headers);
+    cu.slist_free_all(up->get_sse_headers);
+    up->post_headers = up->get_headers = up->post_sse_headers = up->get_sse_headers = NULL;
     if (up->multi)
         cu.multi_cleanup(up->multi);
     up->multi = NULL;
@@ -658,6 +713,8 @@ void upstream_free(struct upstream *up)
         cu.multi_cleanup(up->multi);
         cu.slist_free_all(up->post_headers);
         cu.slist_free_all(up->get_headers);
+        cu.slist_free_all(up->post_sse_headers);
+        cu.slist_free_all(up->get_sse_headers);
     }
     free(up->socks);
     free(up->base_url);

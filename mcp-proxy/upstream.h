@@ -78,6 +78,25 @@ struct upstream_req *upstream_post(struct upstream *up, const char *path, const 
 struct upstream_req *upstream_get(struct upstream *up, const char *path, long timeout_ms,
                                   upstream_done_fn done, void *ctx, struct errinfo *err);
 
+/* An event-stream answer, a piece at a time, as it arrives (not cut at event boundaries; feed
+ * it to an sse_parser). Called only once the answer's Content-Type is text/event-stream; any
+ * other answer (an error before the call started) is gathered and handed to done as usual,
+ * while for a stream done gets an empty body. The callback must not start or cancel requests
+ * (it runs inside libcurl); it may note what to do and act after upstream_dispatch. */
+typedef void (*upstream_chunk_fn)(void *ctx, const char *data, size_t len);
+
+/* As upstream_post, with "Accept: text/event-stream" (POST /tool/<name> then answers with its
+ * progress events and the answer event). */
+struct upstream_req *upstream_post_stream(struct upstream *up, const char *path, const char *body,
+                                          size_t len, upstream_chunk_fn chunk,
+                                          upstream_done_fn done, void *ctx, struct errinfo *err);
+
+/* GET <base><path> with "Accept: text/event-stream" and no timeout (GET /events): chunk gets
+ * the stream until it ends or is cancelled. */
+struct upstream_req *upstream_get_stream(struct upstream *up, const char *path,
+                                         upstream_chunk_fn chunk, upstream_done_fn done, void *ctx,
+                                         struct errinfo *err);
+
 /* Aborts a request in flight (its connection is closed); done is never called for it. */
 void upstream_cancel(struct upstream *up, struct upstream_req *req);
 

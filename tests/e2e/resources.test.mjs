@@ -27,9 +27,10 @@ after(async () => {
   rmSync(ws, { recursive: true, force: true });
 });
 
-test('initialize declares resources and prompts', () => {
-  assert.deepEqual(init.capabilities.resources, {});
+test('initialize declares resources (with subscribe and listChanged), prompts and completions', () => {
+  assert.deepEqual(init.capabilities.resources, { subscribe: true, listChanged: true });
   assert.deepEqual(init.capabilities.prompts, {});
+  assert.deepEqual(init.capabilities.completions, {});
 });
 
 test('resources/list pages with opaque cursors', async () => {

@@ -332,3 +332,19 @@ test('/mcp, 2026-07-28: without logLevel a request hears no log messages', async
   await s.next((e) => e.json && e.json.id === 6, 30000);
   assert.ok(!s.events.some((e) => e.json && e.json.method === 'notifications/message'));
 });
+
+test('/events?since_ts=T replays the entries written at or after T', async () => {
+  await exec('echo ts-before');
+  await new Promise((r) => setTimeout(r, 20));
+  const t = Date.now();
+  await exec('echo ts-after');
+  const s = await openSse(d.port, `/events?since_ts=${t}`);
+  await s.next((e) => e.event === 'ready');
+  const msgs = s.events.filter((e) => e.event === 'console').map((e) => e.json.message);
+  assert.ok(msgs.includes('ts-after'), JSON.stringify(msgs));
+  assert.ok(!msgs.includes('ts-before'));
+  s.close();
+  const bad = await d.get('/events?since_ts=yesterday');
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.error, /since_ts=yesterday: expected a time in ms since the epoch/);
+});

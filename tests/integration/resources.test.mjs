@@ -148,3 +148,24 @@ test('the same Host and method checks as every endpoint', async () => {
   assert.equal(r.status, 405);
   assert.equal(r.headers.allow, 'GET');
 });
+
+test('POST /complete answers completion/complete for runbox', async () => {
+  const dd = await startDaemon();
+  try {
+    await dd.call('write_file', { path: '/src/main.js', content: '' });
+    const post = (body) => request(dd.port, '/complete', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    let r = await post({ ref: { type: 'ref/prompt', name: 'explain_file' }, argument: { name: 'path', value: '/src/m' } });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.result.completion.values, ['/src/main.js']);
+    r = await post({ ref: { type: 'ref/prompt', name: 'scaffold' }, argument: { name: 'type', value: '' } });
+    assert.deepEqual(r.body.result.completion.values, ['bun-api', 'python-script', 'fullstack']);
+    r = await post({ argument: { name: 'path' } });
+    assert.equal(r.status, 400);
+    assert.match(r.body.error, /params.ref.type and params.argument.name must be strings/);
+    r = await request(dd.port, '/complete');
+    assert.equal(r.status, 405);
+  } finally {
+    await dd.stop();
+  }
+});
