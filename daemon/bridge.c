@@ -55,15 +55,15 @@ struct cmd {
 };
 
 struct instance {
-    char id[BRIDGE_ID_MAX];
+    int64_t last_poll_ms; /* when it last started a poll */
+    int64_t last_end_ms;  /* when its last poll ended */
+    uint64_t order;       /* registration order: the oldest edit instance becomes active */
     enum bridge_role role;
+    int waiting; /* its polls waiting now */
+    char id[BRIDGE_ID_MAX];
     char place[BRIDGE_TEXT_MAX];
     char name[BRIDGE_TEXT_MAX];
     char parent[BRIDGE_ID_MAX]; /* a test server's edit instance, or "" */
-    int64_t last_poll_ms;       /* when it last started a poll */
-    int64_t last_end_ms;        /* when its last poll ended */
-    int waiting;                /* its polls waiting now */
-    uint64_t order;             /* registration order: the oldest edit instance becomes active */
 };
 
 struct bridge {

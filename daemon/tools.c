@@ -23,6 +23,7 @@ static const struct tool_row tool_table[] = {
     {"kill", tools_kill},
     {"list_studios", tools_list_studios},
     {"set_active_studio", tools_set_active_studio},
+    {"get_studio_state", tools_get_studio_state},
     {"get_console_output", tools_get_console_output},
     {"clear_console_output", tools_clear_console_output},
 };

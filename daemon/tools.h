@@ -95,6 +95,8 @@ int tools_list_studios(const struct tools_ctx *ctx, struct call *call, const cJS
                        struct tools_result *out, struct errinfo *err);
 int tools_set_active_studio(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                             struct tools_result *out, struct errinfo *err);
+int tools_get_studio_state(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                           struct tools_result *out, struct errinfo *err);
 int tools_get_console_output(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                              struct tools_result *out, struct errinfo *err);
 int tools_clear_console_output(const struct tools_ctx *ctx, struct call *call, const cJSON *args,

@@ -1,13 +1,16 @@
 /* daemon/tools_studio.c - the Studio tools the daemon answers itself, without a plugin round
- * trip (catalog route "local"): list_studios, set_active_studio, get_console_output and
- * clear_console_output. The other Studio tools (route "studio") go to the plugin through
- * bridge_call (api_bridge.c). */
+ * trip (catalog route "local"): list_studios, set_active_studio, get_console_output,
+ * clear_console_output, and get_studio_state, which joins what the daemon knows (the connected
+ * windows and their test servers) with the plugin's get_studio_mode. The other Studio tools
+ * (route "studio") go to the plugin through bridge_call (call.c). */
 #include "tools.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bridge.h"
+#include "call.h"
 #include "console.h"
 
 #define STUDIO_CONSOLE_LIMIT 100 /* get_console_output without limit */
@@ -135,4 +138,85 @@ int tools_clear_console_output(const struct tools_ctx *ctx, struct call *call, c
         j = NULL;
     }
     return json_result(j, out, err);
+}
+
+/* ---- get_studio_state ---- */
+
+/* The command get_studio_state sends on its own behalf; the call's cancel reaches it. */
+struct state_cmd {
+    struct bridge *bridge;
+    char id[BRIDGE_ID_MAX];
+};
+
+static void state_cancel_hook(void *arg)
+{
+    const struct state_cmd *sc = arg;
+
+    bridge_cancel(sc->bridge, sc->id);
+}
+
+/* The plugin's get_studio_mode answer as an object, or NULL with *why (owned) set. */
+static cJSON *plugin_mode(const struct tools_ctx *ctx, struct call *call, char **why)
+{
+    struct state_cmd sc = {.bridge = ctx->bridge};
+    struct bridge_reply rep;
+    cJSON *args = cJSON_CreateObject(), *mode = NULL;
+
+    snprintf(sc.id, sizeof(sc.id), "%.50s-state", call ? call_id(call) : "state");
+    if (call)
+        call_on_cancel(call, state_cancel_hook, &sc);
+    bridge_call(ctx->bridge, sc.id, "get_studio_mode", args, &rep);
+    if (call)
+        call_off_cancel(call);
+    cJSON_Delete(args);
+    if (rep.ok && rep.is_json)
+        mode = cJSON_ParseWithLength(rep.data, rep.len);
+    if (!cJSON_IsObject(mode)) {
+        cJSON_Delete(mode);
+        mode = NULL;
+        *why = rep.data ? strdup(rep.data) : NULL;
+    }
+    bridge_reply_cleanup(&rep);
+    return mode;
+}
+
+int tools_get_studio_state(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                           struct tools_result *out, struct errinfo *err)
+{
+    cJSON *st, *res, *mode = NULL;
+    char *why = NULL;
+
+    (void)args;
+    if (need_bridge(ctx, err) < 0)
+        return -1;
+    st = bridge_status_json(ctx->bridge);
+    res = cJSON_CreateObject();
+    if (!st || !res) {
+        cJSON_Delete(st);
+        cJSON_Delete(res);
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    /* A state question is answered even with no Studio: connected false, no windows. */
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(st, "active")))
+        mode = plugin_mode(ctx, call, &why);
+    if (mode) {
+        cJSON *m;
+
+        cJSON_ArrayForEach(m, mode)
+        {
+            cJSON_AddItemToObject(res, m->string, cJSON_Duplicate(m, true));
+        }
+        cJSON_Delete(mode);
+    } else if (why) {
+        cJSON_AddStringToObject(res, "mode_error", why);
+    }
+    free(why);
+    cJSON_AddItemToObject(res, "connected",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(st, "connected"), true));
+    cJSON_AddItemToObject(res, "active",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(st, "active"), true));
+    cJSON_AddItemToObject(res, "windows", cJSON_DetachItemFromObjectCaseSensitive(st, "instances"));
+    cJSON_Delete(st);
+    return json_result(res, out, err);
 }

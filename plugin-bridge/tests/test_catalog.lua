@@ -202,17 +202,17 @@ test("the catalog has the 46 Studio tools of issue 4 plus the session and histor
 		"delete_script_lines", "get_attribute", "set_attribute", "get_attributes", "delete_attribute", "get_tags",
 		"add_tag", "remove_tag", "get_tagged", "get_selection", "execute_luau", "get_console_output",
 		"clear_console_output", "start_play", "stop_play", "run_server", "get_studio_mode", "run_script_in_play_mode",
-		"insert_model", "list_studios", "set_active_studio", "undo", "redo", "check_syntax" }
-	eq(#expected, 51)
+		"insert_model", "list_studios", "set_active_studio", "undo", "redo", "check_syntax", "get_studio_state" }
+	eq(#expected, 52)
 	for _, n in ipairs(expected) do
 		truthy(catalog[n], "catalog entry for " .. n)
 	end
-	eq(#order, 51, "tools in studio-*.json")
+	eq(#order, 52, "tools in studio-*.json")
 end)
 
-test("routes: the daemon answers exactly the four local tools", function()
+test("routes: the daemon answers exactly the five local tools", function()
 	local locals = { list_studios = true, set_active_studio = true, get_console_output = true,
-		clear_console_output = true }
+		clear_console_output = true, get_studio_state = true }
 	for _, n in ipairs(order) do
 		eq(catalog[n].route, locals[n] and "local" or "studio", n .. " route")
 	end

@@ -32,12 +32,13 @@ export class FakePlugin {
   }
 
   constructor(port, { instance = 'fake-studio', role = 'edit', place = '1', name = 'Place',
-                      handler = null, token = null, header = true } = {}) {
+                      parent = null, handler = null, token = null, header = true } = {}) {
     this.port = port;
     this.instance = instance;
     this.role = role;
     this.place = place;
     this.name = name;
+    this.parent = parent; // a test server's edit instance (sent as parent=)
     this.handler = handler || (async () => ({ ok: true, result: null }));
     this.token = token;
     this.header = header;
@@ -94,6 +95,7 @@ export class FakePlugin {
   pollPath() {
     const q = new URLSearchParams({ instance: this.instance, role: this.role, place: this.place,
                                     name: this.name });
+    if (this.parent) q.set('parent', this.parent);
     return `/poll?${q}`;
   }
 
