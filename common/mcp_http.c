@@ -309,9 +309,8 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
          * failed write even where nothing watches its connection. */
         if ((long_lived || st->mode == ST_SSE) && now >= next_ping) {
             pthread_mutex_unlock(&st->mu);
-            if (st->mode == ST_UNSTARTED && start_sse(st) < 0)
-                st->dead = true;
-            else if (write_chunk(st->conn, ":\n\n", 3, NULL, 0, NULL, 0) < 0)
+            if ((st->mode == ST_UNSTARTED && start_sse(st) < 0) ||
+                write_chunk(st->conn, ":\n\n", 3, NULL, 0, NULL, 0) < 0)
                 st->dead = true;
             next_ping = now + keepalive;
             pthread_mutex_lock(&st->mu);

@@ -491,7 +491,6 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
     if (fd >= 0)
         watch = connwatch_add(ae->watch, fd, on_gone, s, NULL);
 
-    replayed = 0;
     if (api_sse_begin(conn) == 0) {
         /* Without since, the stream starts now: nothing is replayed or skipped. */
         replayed = s->min_rank >= 0 && has_since ? replay(ae, conn, s, since, since_ts) : 0;

@@ -193,7 +193,7 @@ static void format_ts(int64_t ms, char *out, size_t size)
 
 void events_publish_console(struct events *ev, const struct console_entry_view *entry)
 {
-    struct jsonbuf b = JSONBUF_INIT(CONSOLE_MSG_MAX * 8);
+    struct jsonbuf b = JSONBUF_INIT((size_t)CONSOLE_MSG_MAX * 8);
     struct qevent q = {.kind = EVENTS_CONSOLE, .console = *entry};
     char ts[40], num[64];
     int rc = 0;
