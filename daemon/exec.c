@@ -141,7 +141,22 @@ static const char *const etc_files[] = {
 
 static const char *const sysdirs[4] = {"bin", "lib", "lib64", "sbin"};
 
-#define ARGV_MAX 256
+#define ARGV_MAX (256 + 3 * EXEC_ROOT_LINKS_MAX)
+
+/* The entries of the sandbox's root that layout B makes; a workspace entry of the same name is
+ * reachable as /workspace/<name> only. Sorted. */
+static const char *const root_reserved[] = {"bin", "dev",  "etc", "lib", "lib32", "lib64", "libx32",
+                                            "proc", "sbin", "tmp", "usr", "workspace"};
+
+bool exec_root_name_ok(const char *name)
+{
+    if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
+        return false;
+    for (size_t i = 0; i < sizeof(root_reserved) / sizeof(root_reserved[0]); i++)
+        if (strcmp(name, root_reserved[i]) == 0)
+            return false;
+    return true;
+}
 
 struct argv_build {
     const char *v[ARGV_MAX];
@@ -150,6 +165,7 @@ struct argv_build {
     char nums[4][24];          /* formatted numbers (tmp size, uid, gid) */
     char paths[4][16];         /* "/bin" ... */
     char chdir[32 + 4096 + 8]; /* /workspace/<cwd> */
+    char *links;               /* owned: "workspace/<name>\0/<name>\0" for each root link */
 };
 
 static void add(struct argv_build *b, const char *s)
@@ -166,6 +182,43 @@ static void add3(struct argv_build *b, const char *a, const char *c, const char 
     add(b, a);
     add(b, c);
     add(b, d);
+}
+
+/* /x -> workspace/x for each top-level entry: a link, not a bind, so the name always means the
+ * workspace's current file (a rename over /workspace/x is seen through /x at once), and bwrap
+ * makes it in its own tmpfs root, so the workspace gains nothing. */
+static void add_root_links(struct argv_build *b, const struct exec_spec *s)
+{
+    size_t bytes = 0, linked = 0;
+    char *p;
+
+    for (size_t i = 0; i < s->nroot; i++)
+        bytes += 2 * strlen(s->root_names[i]) + sizeof("workspace/") + 2;
+    if (!bytes)
+        return;
+    b->links = malloc(bytes);
+    if (!b->links) {
+        b->overflow = true;
+        return;
+    }
+    p = b->links;
+    for (size_t i = 0; i < s->nroot && linked < EXEC_ROOT_LINKS_MAX; i++) {
+        const char *name = s->root_names[i];
+        size_t n = strlen(name);
+
+        if (!exec_root_name_ok(name))
+            continue;
+        add(b, "--symlink");
+        add(b, p);
+        memcpy(p, "workspace/", 10);
+        memcpy(p + 10, name, n + 1);
+        p += 10 + n + 1;
+        add(b, p);
+        p[0] = '/';
+        memcpy(p + 1, name, n + 1);
+        p += n + 2;
+        linked++;
+    }
 }
 
 static void add_filesystem(struct argv_build *b, const struct exec_spec *s)
@@ -191,6 +244,7 @@ static void add_filesystem(struct argv_build *b, const struct exec_spec *s)
     add3(b, "--size", b->nums[0], "--tmpfs");
     add(b, "/tmp");
     add3(b, "--bind", s->ws_source, EXEC_WORKSPACE);
+    add_root_links(b, s);
     /* Writes outside /workspace and /tmp fail loudly (EROFS) instead of landing in the
      * throwaway root. */
     add(b, "--remount-ro");
@@ -280,6 +334,7 @@ char **exec_build_argv(const struct exec_spec *s, struct errinfo *err)
     }
     out = pack(b, err);
 out:
+    free(b->links);
     free(b);
     return out;
 }

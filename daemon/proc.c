@@ -6,6 +6,7 @@
  * with the proc lock held (lock order: proc, then console; the console never calls back). */
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -707,9 +708,62 @@ cJSON *proc_sandbox_json(struct proc *p)
     return NULL;
 }
 
+/* The names of the workspace's top-level entries that get a link at the sandbox's root, read
+ * when the command is submitted. Owned: one allocation (free()) holding the array and the
+ * strings; *n = 0 and NULL when the workspace is empty or cannot be read. */
+static char **root_entries(int ws_fd, size_t *n)
+{
+    size_t cap = 0, used = 0, bytes = 0;
+    char **names = NULL, *text = NULL, **out = NULL;
+    struct dirent *e;
+    int fd = openat(ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+    *n = 0;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    while (used < EXEC_ROOT_LINKS_MAX && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name) + 1;
+        char *nt;
+
+        if (!exec_root_name_ok(e->d_name))
+            continue;
+        if (used == cap) {
+            char **nn = realloc(names, (cap = cap ? cap * 2 : 32) * sizeof(*names));
+            if (!nn)
+                break;
+            names = nn;
+        }
+        nt = realloc(text, bytes + len);
+        if (!nt)
+            break;
+        text = nt;
+        memcpy(text + bytes, e->d_name, len);
+        names[used++] = (char *)(uintptr_t)bytes; /* an offset until text stops moving */
+        bytes += len;
+    }
+    closedir(d);
+    if (used && (out = malloc(used * sizeof(*out) + bytes)) != NULL) {
+        char *base = (char *)(out + used);
+
+        memcpy(base, text, bytes);
+        for (size_t i = 0; i < used; i++)
+            out[i] = base + (uintptr_t)names[i];
+        *n = used;
+    }
+    free(names);
+    free(text);
+    return out;
+}
+
 static int make_job(struct proc *p, const struct proc_request *r, bool background, struct job **out,
                     struct errinfo *err)
 {
+    size_t nroot = 0;
+    char **root = root_entries(p->ws_fd, &nroot);
     struct exec_spec spec = {
         .bwrap = p->bwrap,
         .ws_source = p->mnt,
@@ -721,6 +775,8 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         .tmp_mb = p->lim.tmp_mb,
         .uid = (unsigned)p->uid,
         .gid = (unsigned)p->gid,
+        .root_names = (const char *const *)root,
+        .nroot = nroot,
     };
     struct job *j = calloc(1, sizeof(*j));
 
@@ -731,6 +787,8 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         goto fail;
     }
     j->argv = exec_build_argv(&spec, err);
+    free(root);
+    root = NULL;
     if (!j->argv)
         goto fail;
     if (j->in_data)
@@ -743,6 +801,7 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
     *out = j;
     return 0;
 fail:
+    free(root);
     if (j)
         free_job(j);
     return -1;
