@@ -777,7 +777,7 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
     a->allow_network = opt->allow_network;
     a->tools = opt->tools;
     assert(opt->calls); /* every tool call goes through the call service */
-    a->cat = catalog_builtin();
+    a->cat = opt->catalog ? opt->catalog : catalog_builtin();
     a->calls = opt->calls;
     if (!a->workspace || (opt->token && !a->token)) {
         errinfo_set(err, ERR_NOMEM, "out of memory");

@@ -35,9 +35,12 @@ struct api_options {
     bool allow_network;            /* shown in /health */
     const struct tools_ctx *tools; /* the daemon's services; borrowed, must outlive the api */
     struct call_service *calls;    /* the call service every tool call goes through; borrowed */
+    const struct catalog *catalog; /* served and validated against; NULL = the compiled-in one;
+                                      borrowed, must outlive the api */
 };
 
 struct api; /* opaque */
+struct catalog;
 
 /* Starts listening and serving. The port being taken is ERR_EXISTS with a message saying what
  * to do. Returns an owned api (stop and free with api_stop) or NULL with err set. */

@@ -145,8 +145,8 @@ static const char *const sysdirs[4] = {"bin", "lib", "lib64", "sbin"};
 
 /* The entries of the sandbox's root that layout B makes; a workspace entry of the same name is
  * reachable as /workspace/<name> only. Sorted. */
-static const char *const root_reserved[] = {"bin", "dev",  "etc", "lib", "lib32", "lib64", "libx32",
-                                            "proc", "sbin", "tmp", "usr", "workspace"};
+static const char *const root_reserved[] = {"bin",    "dev",  "etc",  "lib", "lib32", "lib64",
+                                            "libx32", "proc", "sbin", "tmp", "usr",   "workspace"};
 
 bool exec_root_name_ok(const char *name)
 {

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "console.h"
 #include "errinfo.h"
+#include "hosttools.h"
 #include "log.h"
 #include "privdrop.h"
 #include "proc.h"
@@ -96,8 +97,41 @@ static int check_user(const struct config *cfg)
     return -1;
 }
 
+/* Probes the programs the catalog's "hostTools" name and builds the daemon's catalog, whose
+ * exec description names what is installed. NULL (the compiled-in catalog is served) only when
+ * memory runs out. */
+static struct catalog *probe_tools(struct hosttools *ht)
+{
+    const struct catalog *cat = catalog_builtin();
+    const char *names[HOSTTOOLS_MAX];
+    size_t n = 0;
+    struct catalog *own;
+    char *note;
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const cJSON *list = catalog_tool_host_tools(catalog_at(cat, i)), *it;
+
+        cJSON_ArrayForEach(it, list)
+        {
+            bool seen = false;
+
+            for (size_t k = 0; k < n; k++)
+                seen = seen || strcmp(names[k], it->valuestring) == 0;
+            if (!seen && n < HOSTTOOLS_MAX)
+                names[n++] = it->valuestring;
+        }
+    }
+    hosttools_probe(ht, names, n, NULL);
+    note = hosttools_sentence(ht);
+    own = note ? catalog_builtin_amended(note, NULL) : NULL;
+    if (note)
+        log_info("runboxd: %s", note);
+    free(note);
+    return own;
+}
+
 static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
-                               struct cgroup *cg, struct errinfo *err)
+                               struct cgroup *cg, const struct hosttools *ht, struct errinfo *err)
 {
     struct proc_options popt = {
         .ws_fd = vfs_root_fd(v),
@@ -105,6 +139,7 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
         .limits = cfg->exec,
         .console = console,
         .cgroup = cg,
+        .tools = ht,
     };
 
     return proc_new(&popt, err);
@@ -124,19 +159,24 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
         .allow_network = cfg->allow_network,
         .tools = &tools,
     };
-    struct call_service_options copt = {.cat = catalog_builtin(), .tools = &tools};
+    struct call_service_options copt = {.tools = &tools};
     struct errinfo err = {0};
     struct api *a = NULL;
+    struct hosttools ht;
+    struct catalog *cat = probe_tools(&ht);
     int sig = 0;
 
+    opt.catalog = cat;
+    copt.cat = cat ? cat : catalog_builtin();
     /* The exec engine's supervisor thread starts here, after root was dropped. */
-    tools.proc = start_exec(cfg, v, console, cg, &err);
+    tools.proc = start_exec(cfg, v, console, cg, &ht, &err);
     opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
     a = opt.calls ? api_start(&opt, &err) : NULL;
     if (!a) {
         call_service_free(opt.calls);
         proc_free(tools.proc);
         bridge_free(tools.bridge);
+        catalog_free(cat);
         return fail(1, &err);
     }
     printf("runboxd: listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "", cfg->bind,
@@ -159,6 +199,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     call_service_free(opt.calls);
     proc_free(tools.proc);
     bridge_free(tools.bridge);
+    catalog_free(cat);
     return 0;
 }
 

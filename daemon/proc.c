@@ -21,6 +21,7 @@
 
 #include "cgroup.h"
 #include "console.h"
+#include "hosttools.h"
 #include "log.h"
 #include "proc_int.h"
 
@@ -562,6 +563,7 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     p->lim = opt->limits;
     p->console = opt->console;
     p->cg = opt->cgroup;
+    p->tools = opt->tools;
     p->self = getpid();
     p->next_id = 1;
     pthread_mutex_init(&p->lock, NULL);
@@ -701,6 +703,12 @@ cJSON *proc_sandbox_json(struct proc *p)
          cJSON_AddNumberToObject(l, "background_max", p->lim.background_max) &&
          cJSON_AddNumberToObject(l, "concurrent_max", p->lim.concurrent_max);
     pthread_mutex_unlock(&p->lock);
+    if (ok && p->tools) {
+        cJSON *t = hosttools_json(p->tools);
+        ok = t && cJSON_AddItemToObject(j, "tools", t);
+        if (!ok)
+            cJSON_Delete(t);
+    }
     if (ok && cJSON_AddItemToObject(j, "limits", l))
         return j;
     cJSON_Delete(l);

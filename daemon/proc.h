@@ -31,14 +31,16 @@
 
 struct cgroup;
 struct console;
+struct hosttools;
 
 struct proc_options {
     const char *bwrap;  /* bwrap's path; NULL = look it up on PATH */
     int ws_fd;          /* the workspace root directory fd; borrowed, outlives the proc */
     bool allow_network; /* share the host network with commands */
     struct exec_limits limits;
-    struct console *console; /* borrowed, may be NULL */
-    struct cgroup *cgroup;   /* borrowed, may be NULL (rlimits only); outlives the proc */
+    struct console *console;       /* borrowed, may be NULL */
+    struct cgroup *cgroup;         /* borrowed, may be NULL (rlimits only); outlives the proc */
+    const struct hosttools *tools; /* borrowed, may be NULL; shown in /health (sandbox.tools) */
 };
 
 struct proc; /* opaque */
@@ -63,7 +65,8 @@ bool proc_sandbox_ok(struct proc *p, struct errinfo *why);
 const struct exec_limits *proc_limits(const struct proc *p);
 
 /* {"available","bwrap","version","reason","network","memory","procs","cgroup":{"path","reason"},
- * "limits":{...}} for /health ("memory" and "procs": "cgroup" or "rlimit"). Owned or NULL. */
+ * "tools":{...} (hosttools_json), "limits":{...}} for /health ("memory" and "procs": "cgroup" or
+ * "rlimit"). Owned or NULL. */
 cJSON *proc_sandbox_json(struct proc *p);
 
 /* A foreground run's handle, for cancelling it from another thread (proc_cancel). Storage is the

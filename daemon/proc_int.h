@@ -89,6 +89,7 @@ struct proc {
     struct exec_limits lim;
     struct console *console;
     struct cgroup *cg; /* its run functions are called by the supervisor only */
+    const struct hosttools *tools;
     unsigned char sysdir[4];
     uid_t uid;
     gid_t gid;

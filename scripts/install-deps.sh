@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Runbox needs, and nothing that is already there.
 #
-#   scripts/install-deps.sh build   what building and running runbox/runboxd needs
+#   scripts/install-deps.sh build   what building and running runbox/runboxd needs, and the
+#                                   programs exec promises (node, npm, python3, git)
 #   scripts/install-deps.sh test    that, plus what scripts/test.sh needs (Check, clang for the
 #                                   fuzz targets, clang-format, qemu and a kernel for the VM tests,
 #                                   and Node.js when node >= 18 is missing)
@@ -20,6 +21,18 @@ build | test) ;;
 esac
 
 pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev libcivetweb-dev bubblewrap)
+# What exec promises inside the sandbox (the exec tool's catalog "hostTools"): python3 and git
+# from Debian, and node and npm (Debian's nodejs and npm) unless a node >= 18 with npm is there.
+pkgs+=(python3 git)
+# The sandbox sees only /usr, so a node under ~/.nvm or /opt does not count.
+sandbox_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+node_major=0
+if PATH=$sandbox_path command -v node >/dev/null 2>&1; then
+    node_major=$(PATH=$sandbox_path node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+fi
+if [ "$node_major" -lt 18 ] || ! PATH=$sandbox_path command -v npm >/dev/null 2>&1; then
+    pkgs+=(nodejs npm)
+fi
 if [ "$mode" = test ]; then
     # libclang-rt-dev carries libFuzzer and the sanitizer runtimes for clang; apt only
     # recommends it, and we install without recommends.
@@ -27,13 +40,6 @@ if [ "$mode" = test ]; then
     pkgs+=(check clang libclang-rt-dev clang-format ca-certificates lua5.1 lua-cjson lua-socket)
     # tests/vm/: qemu boots a pure cgroup v2 kernel with an initramfs of busybox, dash and runboxd.
     pkgs+=(qemu-system-x86 busybox-static cpio dash)
-    node_major=0
-    if command -v node >/dev/null 2>&1; then
-        node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-    fi
-    if [ "$node_major" -lt 18 ] || ! command -v npm >/dev/null 2>&1; then
-        pkgs+=(nodejs npm)
-    fi
 fi
 
 # The VM tests need only the image of Debian's cloud kernel: it is unpacked from its package into
