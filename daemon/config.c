@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -19,8 +20,8 @@
 #define TOKEN_FILE_MAX  4096
 
 static const char *const file_keys =
-    "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
-    "exec_<limit>";
+    "port, bind, workspace, allow_network, network, cache_dir, log_level, user, fsync, cgroup, "
+    "token_file, exec_<limit>";
 
 static int set_str(char **dst, const char *value, struct errinfo *err)
 {
@@ -54,6 +55,8 @@ void config_env_from_process(struct config_env *env)
     env->runbox_token = getenv("RUNBOX_TOKEN");
     env->xdg_data_home = getenv("XDG_DATA_HOME");
     env->xdg_config_home = getenv("XDG_CONFIG_HOME");
+    env->xdg_cache_home = getenv("XDG_CACHE_HOME");
+    env->root = geteuid() == 0;
     env->home = getenv("HOME");
 }
 
@@ -89,6 +92,11 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
      * unless a flag or the file names one. */
     cfg->workspace = xdg_path(env->xdg_data_home, env->home, ".local/share", "workspace");
     cfg->config_file = xdg_path(env->xdg_config_home, env->home, ".config", "config.json");
+    /* As root the daemon serves as another account, which must reach the caches: a system
+     * directory, not root's home. */
+    cfg->cache_dir = env->root ? strdup("/var/cache/runbox")
+                               : xdg_path(env->xdg_cache_home, env->home, ".cache", "cache");
+    cfg->net.mode = NETPOLICY_PROXY;
     (void)err;
     return 0;
 }
@@ -99,6 +107,8 @@ void config_cleanup(struct config *cfg)
     free(cfg->config_file);
     free(cfg->user);
     free(cfg->token_file);
+    free(cfg->cache_dir);
+    cfg->cache_dir = NULL;
     if (cfg->token)
         memset(cfg->token, 0, strlen(cfg->token)); /* do not leave the secret in freed memory */
     free(cfg->token);
@@ -240,6 +250,77 @@ static int file_string(struct config *cfg, const char *path, const cJSON *item, 
     return set_nonempty(&cfg->user, src, "a user name", item->valuestring, err); /* "user" */
 }
 
+static int set_mode(struct config *cfg, const char *src, const char *v, struct errinfo *err)
+{
+    int m = netpolicy_parse_mode(v);
+
+    if (m < 0) {
+        errinfo_set(err, ERR_INVALID,
+                    "%s: expected proxy (the default: out through the egress proxy, by the allow "
+                    "list), none or full (the host's network); got \"%.40s\"",
+                    src, v);
+        return -1;
+    }
+    cfg->net.mode = (enum netpolicy_mode)m;
+    cfg->allow_network = m == NETPOLICY_FULL;
+    return 0;
+}
+
+static int add_rule(struct config *cfg, const char *src, enum netpolicy_origin origin,
+                    const char *v, struct errinfo *err)
+{
+    struct netpolicy_rule r;
+
+    if (netpolicy_parse_rule(v, src, origin, &r, err) < 0)
+        return -1;
+    return netpolicy_add(&cfg->net, &r, err);
+}
+
+/* "network": {"mode": "proxy"|"none"|"full", "allow": ["host", ...]} */
+static int file_network(struct config *cfg, const char *path, const cJSON *item,
+                        struct errinfo *err)
+{
+    const cJSON *m, *allow, *it;
+    char src[300];
+    int i = 0;
+
+    if (!cJSON_IsObject(item))
+        return file_type_error(path, "network", "an object {\"mode\", \"allow\"}", item, err);
+    cJSON_ArrayForEach(it, item)
+    {
+        if (strcmp(it->string, "mode") != 0 && strcmp(it->string, "allow") != 0) {
+            errinfo_set(err, ERR_INVALID,
+                        "%s: unknown key \"network.%.40s\" (accepted: network.mode, "
+                        "network.allow)",
+                        path, it->string);
+            return -1;
+        }
+    }
+    m = cJSON_GetObjectItemCaseSensitive(item, "mode");
+    if (m) {
+        snprintf(src, sizeof(src), "%s: key \"network.mode\"", path);
+        if (!cJSON_IsString(m))
+            return file_type_error(path, "network.mode", "\"proxy\", \"none\" or \"full\"", m, err);
+        if (set_mode(cfg, src, m->valuestring, err) < 0)
+            return -1;
+    }
+    allow = cJSON_GetObjectItemCaseSensitive(item, "allow");
+    if (allow && !cJSON_IsArray(allow))
+        return file_type_error(path, "network.allow", "an array of host names", allow, err);
+    cJSON_ArrayForEach(it, allow)
+    {
+        snprintf(src, sizeof(src), "%s: network.allow[%d]", path, i++);
+        if (!cJSON_IsString(it)) {
+            errinfo_set(err, ERR_INVALID, "%s: expected a string (a host name); got %s", src,
+                        json_type_name(it));
+            return -1;
+        }
+        if (add_rule(cfg, src, NETPOLICY_FROM_CONFIG, it->valuestring, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
 {
     const char *key = item->string;
@@ -266,7 +347,16 @@ static int file_item(struct config *cfg, const char *path, const cJSON *item, st
         *(key[0] == 'a'   ? &cfg->allow_network
           : key[0] == 'f' ? &cfg->fsync
                           : &cfg->cgroup) = cJSON_IsTrue(item);
+        if (key[0] == 'a')
+            cfg->net.mode = cfg->allow_network ? NETPOLICY_FULL : NETPOLICY_PROXY;
         return 0;
+    }
+    if (strcmp(key, "network") == 0)
+        return file_network(cfg, path, item, err);
+    if (strcmp(key, "cache_dir") == 0) {
+        if (!cJSON_IsString(item) || !item->valuestring[0])
+            return file_type_error(path, key, "a directory", item, err);
+        return set_file_path(cfg, &cfg->cache_dir, path, item->valuestring, err);
     }
     for (size_t i = 0; i < sizeof(string_keys) / sizeof(string_keys[0]); i++)
         if (strcmp(key, string_keys[i]) == 0)
@@ -341,6 +431,9 @@ enum opt_id {
     OPT_USER,
     OPT_NO_FSYNC,
     OPT_NO_CGROUP,
+    OPT_NETWORK,
+    OPT_ALLOW_DOMAIN,
+    OPT_CACHE_DIR,
     OPT_TOKEN_FILE,
     OPT_VERSION,
     OPT_HELP
@@ -362,6 +455,9 @@ static const struct opt opts[] = {
     {"--user", OPT_USER, true},
     {"--no-fsync", OPT_NO_FSYNC, false},
     {"--no-cgroup", OPT_NO_CGROUP, false},
+    {"--network", OPT_NETWORK, true},
+    {"--allow-domain", OPT_ALLOW_DOMAIN, true},
+    {"--cache-dir", OPT_CACHE_DIR, true},
     {"--token-file", OPT_TOKEN_FILE, true},
     {"--version", OPT_VERSION, false},
     {"--help", OPT_HELP, false},
@@ -414,7 +510,14 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         return set_nonempty(&cfg->config_file, o->name, "a file", v, err);
     case OPT_ALLOW_NETWORK:
         cfg->allow_network = true;
+        cfg->net.mode = NETPOLICY_FULL;
         return 0;
+    case OPT_NETWORK:
+        return set_mode(cfg, o->name, v, err);
+    case OPT_ALLOW_DOMAIN:
+        return add_rule(cfg, o->name, NETPOLICY_FROM_FLAG, v, err);
+    case OPT_CACHE_DIR:
+        return set_nonempty(&cfg->cache_dir, o->name, "a directory", v, err);
     case OPT_LOG_LEVEL:
         return set_log_level(cfg, o->name, v, err);
     case OPT_USER:
@@ -637,7 +740,16 @@ const char *config_usage(void)
            "                      ~/.local/share/runbox/workspace)\n"
            "  --config FILE       JSON config file (default $XDG_CONFIG_HOME/runbox/config.json;\n"
            "                      a missing default file is fine)\n"
-           "  --allow-network     let commands run by exec use the network (default: none)\n"
+           "  --network MODE      exec's network: proxy (default: only through runboxd's\n"
+           "                      egress proxy, to the hosts on the allow list), none, or\n"
+           "                      full (the host's network, as --allow-network)\n"
+           "  --allow-domain RULE add a host to the allow list (repeatable): example.com,\n"
+           "                      *.example.com, *, an IP address; optional :port (else 80\n"
+           "                      and 443). The list starts with the registries the host's\n"
+           "                      npm and pip use\n"
+           "  --allow-network     give exec the host's network (same as --network full)\n"
+           "  --cache-dir DIR     npm's and pip's caches for exec, kept between runs (default\n"
+           "                      $XDG_CACHE_HOME/runbox/cache; /var/cache/runbox as root)\n"
            "  --log-level LEVEL   error, warn, info, debug or trace (default: RUNBOX_LOG, else\n"
            "                      warn); logs go to stderr\n"
            "  --user NAME         the account to run as when started as root (default: the\n"
@@ -663,8 +775,9 @@ const char *config_usage(void)
            "  --help              print this help and exit\n"
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
-           "allow_network, log_level, user, fsync, cgroup, token_file, and exec_<limit> (e.g.\n"
-           "\"exec_timeout_ms\": 90000). Flags beat the environment,\n"
+           "allow_network, network ({\"mode\": ..., \"allow\": [...]}), cache_dir, log_level,\n"
+           "user, fsync, cgroup, token_file, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
+           "90000). Flags beat the environment,\n"
            "which beats the file.\n"
            "\n"
            "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health,\n"

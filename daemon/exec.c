@@ -243,6 +243,12 @@ static void add_filesystem(struct argv_build *b, const struct exec_spec *s)
     snprintf(b->nums[0], sizeof(b->nums[0]), "%llu", (unsigned long long)s->tmp_mb << 20);
     add3(b, "--size", b->nums[0], "--tmpfs");
     add(b, "/tmp");
+    /* The package caches persist outside the workspace; HOME is /tmp, so these are where npm
+     * and pip look by default. */
+    if (s->npm_cache)
+        add3(b, "--bind", s->npm_cache, "/tmp/.npm");
+    if (s->pip_cache)
+        add3(b, "--bind", s->pip_cache, "/tmp/.cache/pip");
     add3(b, "--bind", s->ws_source, EXEC_WORKSPACE);
     add_root_links(b, s);
     /* Writes outside /workspace and /tmp fail loudly (EROFS) instead of landing in the
@@ -264,11 +270,25 @@ static const char *const default_env[][2] = {
     {"GIT_COMMITTER_EMAIL", "runbox@localhost"},
 };
 
+/* Every spelling the usual tools read: curl, git, pip and python (lower and upper case), npm
+ * (its own keys), node tools that use proxy-from-env. Loopback stays direct: a command's own
+ * servers are inside the sandbox. */
+static const char *const proxy_env[][2] = {
+    {"http_proxy", EXEC_PROXY_URL},          {"https_proxy", EXEC_PROXY_URL},
+    {"HTTP_PROXY", EXEC_PROXY_URL},          {"HTTPS_PROXY", EXEC_PROXY_URL},
+    {"no_proxy", "localhost,127.0.0.1,::1"}, {"NO_PROXY", "localhost,127.0.0.1,::1"},
+    {"npm_config_proxy", EXEC_PROXY_URL},    {"npm_config_https_proxy", EXEC_PROXY_URL},
+    {"PIP_PROXY", EXEC_PROXY_URL},           {"GIT_CONFIG_COUNT", "1"},
+    {"GIT_CONFIG_KEY_0", "http.proxy"},      {"GIT_CONFIG_VALUE_0", EXEC_PROXY_URL},
+};
+
 static void add_env(struct argv_build *b, const struct exec_spec *s)
 {
     add(b, "--clearenv");
     for (size_t i = 0; i < sizeof(default_env) / sizeof(default_env[0]); i++)
         add3(b, "--setenv", default_env[i][0], default_env[i][1]);
+    for (size_t i = 0; s->proxy && i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
+        add3(b, "--setenv", proxy_env[i][0], proxy_env[i][1]);
     for (size_t i = 0; i < s->nenv; i++)
         add3(b, "--setenv", s->env[i].name, s->env[i].value);
 }

@@ -18,6 +18,7 @@
 #define EXEC_ENV_NAME_MAX  128         /* bytes of one variable name */
 #define EXEC_ENV_VALUE_MAX (32u << 10) /* bytes of one value */
 #define EXEC_WORKSPACE     "/workspace"
+#define EXEC_PROXY_URL     "http://127.0.0.1:3128"
 /* Most top-level workspace entries linked at the sandbox's root (/hello.js -> workspace/hello.js);
  * entries past this are reachable only under /workspace. */
 #define EXEC_ROOT_LINKS_MAX 1024
@@ -76,7 +77,9 @@ struct exec_spec {
     const char *command;        /* run as /bin/sh -c command */
     const struct exec_env *env; /* the call's variables (already checked), after the defaults */
     size_t nenv;
-    bool allow_network;
+    bool allow_network; /* keep the network namespace bwrap starts in (--share-net) */
+    bool proxy;         /* set the proxy variables (the egress proxy at 127.0.0.1:3128) */
+    const char *npm_cache, *pip_cache; /* host dirs bound at /tmp/.npm, /tmp/.cache/pip; or NULL */
     uint32_t tmp_mb;
     /* How /bin, /lib, /lib64 and /sbin exist on the host: EXEC_SYSDIR_* each. */
     unsigned char sysdir[4];

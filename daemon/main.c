@@ -7,12 +7,14 @@
  * yet), then root is dropped, and only then does any thread start or any socket accept. Exit
  * status: 0 after a signal, 1 when the port is taken or the workspace or server cannot start, 2 for
  * a bad setting. */
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -22,11 +24,13 @@
 #include "cgroup.h"
 #include "config.h"
 #include "console.h"
+#include "egress.h"
 #include "errinfo.h"
 #include "hosttools.h"
 #include "log.h"
 #include "privdrop.h"
 #include "proc.h"
+#include "strfmt.h"
 #include "tools.h"
 #include "vfs.h"
 
@@ -34,6 +38,40 @@ static int fail(int status, const struct errinfo *err)
 {
     fprintf(stderr, "runboxd: %s\n", err->msg);
     return status;
+}
+
+/* "<cache_dir>/<leaf>", made (0700) and, when runboxd still runs as root, handed to uid/gid.
+ * NULL (no cache for that tool) when it cannot be made; the log says why. */
+static char *cache_subdir(const char *base, const char *leaf, uid_t uid, gid_t gid)
+{
+    char *path = base ? strfmt_alloc("%s/%s", base, leaf) : NULL;
+
+    if (!path)
+        return NULL;
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            (void)mkdir(path, 0755);
+            *p = '/';
+        }
+    if ((mkdir(path, 0700) < 0 && errno != EEXIST) ||
+        (geteuid() == 0 && chown(path, uid, gid) < 0)) {
+        log_warn("runboxd: no %s cache for exec: %s: %s", leaf, path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+/* npm's and pip's caches for exec (owned), made before root is dropped. */
+struct caches {
+    char *npm, *pip;
+};
+
+static void caches_make(struct caches *c, const char *base, uid_t uid, gid_t gid)
+{
+    c->npm = cache_subdir(base, "npm", uid, gid);
+    c->pip = cache_subdir(base, "pip", uid, gid);
 }
 
 /* Settings, token and their checks. Returns -1 to go on, else the exit status. */
@@ -62,7 +100,8 @@ static int setup_config(struct config *cfg, int argc, char *argv[])
 /* Makes the sandboxes' cgroups (*cg) for the account the daemon serves as. When root: picks
  * that account (exit 2 when unknown), hands it the workspace and the cgroups, and drops to it.
  * Returns -1 to go on, else the exit status. */
-static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg)
+static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg,
+                     struct caches *caches)
 {
     struct privdrop_target t;
     struct errinfo err = {0};
@@ -71,11 +110,13 @@ static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg
         if (cfg->user)
             log_info("runboxd: not root, so --user %s is not needed and ignored", cfg->user);
         *cg = cgroup_setup(getuid(), getgid(), cfg->cgroup);
+        caches_make(caches, cfg->cache_dir, getuid(), getgid());
         return -1;
     }
     if (privdrop_resolve(cfg->user, getenv("SUDO_UID"), getenv("SUDO_GID"), &t, &err) < 0)
         return fail(2, &err);
     *cg = cgroup_setup(t.uid, t.gid, cfg->cgroup);
+    caches_make(caches, cfg->cache_dir, t.uid, t.gid);
     if (privdrop_apply(&t, vfs_root_fd(v), &err) < 0)
         return fail(1, &err);
     log_info("runboxd: started as root; now serving as user %s (uid %u, gid %u)",
@@ -130,23 +171,66 @@ static struct catalog *probe_tools(struct hosttools *ht)
     return own;
 }
 
-static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
-                               struct cgroup *cg, const struct hosttools *ht, struct errinfo *err)
+/* The sandboxes' network services, joined to the exec engine's hooks. */
+struct netglue {
+    struct egress *egress;
+};
+
+static void net_started(void *ctx, uint64_t run, int listen_fd, int agent_fd)
 {
+    struct netglue *g = ctx;
+
+    if (listen_fd >= 0 && g->egress)
+        (void)egress_attach(g->egress, run, listen_fd, NULL);
+    else if (listen_fd >= 0)
+        close(listen_fd);
+    if (agent_fd >= 0)
+        close(agent_fd);
+}
+
+static void net_ended(void *ctx, uint64_t run)
+{
+    struct netglue *g = ctx;
+
+    if (g->egress)
+        egress_detach(g->egress, run);
+}
+
+static cJSON *net_status(void *ctx)
+{
+    struct netglue *g = ctx;
+
+    return g->egress ? egress_json(g->egress) : NULL;
+}
+
+static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
+                               struct cgroup *cg, const struct hosttools *ht, struct netglue *net,
+                               const struct caches *caches, struct errinfo *err)
+{
+    const char *npm = caches->npm, *pip = caches->pip;
     struct proc_options popt = {
         .ws_fd = vfs_root_fd(v),
         .allow_network = cfg->allow_network,
+        .net = {.mode = (int)cfg->net.mode,
+                .ctx = net,
+                .started = net_started,
+                .ended = net_ended,
+                .status = net_status},
+        .npm_cache = npm,
+        .pip_cache = pip,
         .limits = cfg->exec,
         .console = console,
         .cgroup = cg,
         .tools = ht,
     };
+    struct proc *p;
 
-    return proc_new(&popt, err);
+    p = proc_new(&popt, err);
+    return p;
 }
 
 static int serve(const struct config *cfg, struct vfs *v, struct console *console,
-                 struct cgroup *cg, const sigset_t *stop)
+                 struct cgroup *cg, const struct caches *caches, const sigset_t *stop)
 {
     /* Without a bridge (out of memory) the Studio tools say it is not running. */
     struct tools_ctx tools = {.vfs = v, .console = console, .bridge = bridge_new(NULL, NULL)};
@@ -164,17 +248,24 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     struct api *a = NULL;
     struct hosttools ht;
     struct catalog *cat = probe_tools(&ht);
+    struct egress_options eopt = {.policy = &cfg->net, .defaults = true, .console = console};
+    struct netglue net = {0};
     int sig = 0;
 
     opt.catalog = cat;
     copt.cat = cat ? cat : catalog_builtin();
+    net.egress = cfg->net.mode == NETPOLICY_FULL ? NULL : egress_new(&eopt, &err);
+    tools.egress = net.egress;
     /* The exec engine's supervisor thread starts here, after root was dropped. */
-    tools.proc = start_exec(cfg, v, console, cg, &ht, &err);
+    tools.proc = cfg->net.mode == NETPOLICY_FULL || net.egress
+                     ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
+                     : NULL;
     opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
     a = opt.calls ? api_start(&opt, &err) : NULL;
     if (!a) {
         call_service_free(opt.calls);
         proc_free(tools.proc);
+        egress_free(net.egress);
         bridge_free(tools.bridge);
         catalog_free(cat);
         return fail(1, &err);
@@ -198,6 +289,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     api_stop(a);
     call_service_free(opt.calls);
     proc_free(tools.proc);
+    egress_free(net.egress);
     bridge_free(tools.bridge);
     catalog_free(cat);
     return 0;
@@ -211,6 +303,7 @@ int main(int argc, char *argv[])
     struct vfs *v = NULL;
     struct console *console = NULL;
     struct cgroup *cg = NULL;
+    struct caches caches = {0};
     sigset_t stop;
     int status;
 
@@ -230,7 +323,7 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = drop_root(&cfg, v, &cg);
+    status = drop_root(&cfg, v, &cg, &caches);
     if (status >= 0)
         goto out;
     /* The workers inherit this mask, so only sigwait() below sees the stop signals. */
@@ -245,8 +338,10 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = serve(&cfg, v, console, cg, &stop);
+    status = serve(&cfg, v, console, cg, &caches, &stop);
 out:
+    free(caches.npm);
+    free(caches.pip);
     cgroup_free(cg);
     console_free(console);
     vfs_free(v);

@@ -23,6 +23,7 @@
 #include "console.h"
 #include "hosttools.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "proc_int.h"
 
 #define PROC_KEEP_FINISHED 100 /* finished runs process_list still shows */
@@ -269,6 +270,8 @@ static void finish(struct proc *p, struct job *j, int status)
     j->cg_fd = -1;
     if (j->memory_limit && j->state == JOB_EXITED)
         j->state = JOB_KILLED;
+    if (p->net.ended && p->net.mode != NETPOLICY_FULL)
+        p->net.ended(p->net.ctx, j->id);
     if (j->background)
         p->running_bg--;
     else
@@ -560,6 +563,11 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     p->wake[0] = p->wake[1] = -1;
     p->ws_fd = opt->ws_fd;
     p->allow_network = opt->allow_network;
+    p->net = opt->net;
+    if (p->allow_network)
+        p->net.mode = NETPOLICY_FULL;
+    p->npm_cache = opt->npm_cache ? strdup(opt->npm_cache) : NULL;
+    p->pip_cache = opt->pip_cache ? strdup(opt->pip_cache) : NULL;
     p->lim = opt->limits;
     p->console = opt->console;
     p->cg = opt->cgroup;
@@ -646,6 +654,8 @@ void proc_free(struct proc *p)
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p->bwrap);
+    free(p->npm_cache);
+    free(p->pip_cache);
     free(p);
 }
 
@@ -689,7 +699,7 @@ cJSON *proc_sandbox_json(struct proc *p)
                         : cJSON_AddNullToObject(j, "version") != NULL) &&
          (p->available ? cJSON_AddNullToObject(j, "reason") != NULL
                        : cJSON_AddStringToObject(j, "reason", p->why.msg) != NULL) &&
-         cJSON_AddBoolToObject(j, "network", p->allow_network) &&
+         cJSON_AddBoolToObject(j, "network", p->net.mode == NETPOLICY_FULL) &&
          cJSON_AddStringToObject(j, "memory", cgroup_has_memory(p->cg) ? "cgroup" : "rlimit") &&
          cJSON_AddStringToObject(j, "procs", cgroup_has_pids(p->cg) ? "cgroup" : "rlimit") &&
          add_cgroup_json(j, p->cg) && cJSON_AddNumberToObject(l, "timeout_ms", p->lim.timeout_ms) &&
@@ -703,6 +713,12 @@ cJSON *proc_sandbox_json(struct proc *p)
          cJSON_AddNumberToObject(l, "background_max", p->lim.background_max) &&
          cJSON_AddNumberToObject(l, "concurrent_max", p->lim.concurrent_max);
     pthread_mutex_unlock(&p->lock);
+    if (ok && p->net.status) {
+        cJSON *n = p->net.status(p->net.ctx);
+        ok = n && cJSON_AddItemToObject(j, "egress", n);
+        if (!ok)
+            cJSON_Delete(n);
+    }
     if (ok && p->tools) {
         cJSON *t = hosttools_json(p->tools);
         ok = t && cJSON_AddItemToObject(j, "tools", t);
@@ -779,7 +795,12 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         .command = r->command,
         .env = r->env,
         .nenv = r->nenv,
-        .allow_network = p->allow_network,
+        /* Mode full shares the host's network; in the others the setup process already made
+         * the sandbox's own namespace, which bwrap keeps. */
+        .allow_network = true,
+        .proxy = p->net.mode == NETPOLICY_PROXY,
+        .npm_cache = p->npm_cache,
+        .pip_cache = p->pip_cache,
         .tmp_mb = p->lim.tmp_mb,
         .uid = (unsigned)p->uid,
         .gid = (unsigned)p->gid,

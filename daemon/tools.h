@@ -22,6 +22,7 @@ struct console;
 struct proc;
 struct bridge;
 struct call;
+struct egress;
 
 /* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
  * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
@@ -30,6 +31,7 @@ struct tools_ctx {
     struct console *console; /* the console ring (exec, Studio and daemon output) */
     struct proc *proc;       /* the exec engine and process registry */
     struct bridge *bridge;   /* the Roblox Studio bridge */
+    struct egress *egress;   /* the sandboxes' egress proxy (denials noted in exec results) */
 };
 
 struct tools_result {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "egress.h"
 #include "exec.h"
 #include "proc.h"
 #include "vfs.h"
@@ -191,7 +192,8 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
     char norm[VFS_PATH_MAX + 1];
     const struct exec_limits *lim;
     size_t len = 0;
-    char *text;
+    char *text, *notes;
+    cJSON *structured;
 
     if (need_proc(ctx, err) < 0 || !proc_sandbox_ok(ctx->proc, err))
         return -1;
@@ -224,7 +226,26 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
     if (run_foreground(ctx, call, &r, &res, err) < 0)
         return -1;
     text = exec_format_text(&res.o, &len);
-    if (set_result(out, text, len, exec_outcome_json(&res.o), err) < 0) {
+    structured = exec_outcome_json(&res.o);
+    notes = ctx->egress ? egress_take_notes(ctx->egress, res.o.pid) : NULL;
+    if (notes && text) {
+        /* What the network policy refused, after the command's own notes: the host, the rule
+         * and the flag that would allow it. */
+        size_t nl = strlen(notes);
+        bool sep = len && text[len - 1] != '\n';
+        char *t = realloc(text, len + sep + nl + 1);
+        if (t) {
+            if (sep)
+                t[len++] = '\n';
+            memcpy(t + len, notes, nl + 1);
+            text = t;
+            len += nl;
+        }
+        if (structured)
+            cJSON_AddStringToObject(structured, "network", notes);
+    }
+    free(notes);
+    if (set_result(out, text, len, structured, err) < 0) {
         proc_result_cleanup(&res);
         return -1;
     }
