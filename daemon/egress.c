@@ -897,6 +897,30 @@ void egress_detach(struct egress *e, uint64_t run)
     wake(e);
 }
 
+size_t egress_sandbox_env(struct egress *e, struct exec_env *out, size_t max)
+{
+    struct timespec ts;
+    size_t n = 0;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += DEFAULTS_WAIT_MS / 1000;
+    pthread_mutex_lock(&e->lock);
+    while (!e->defaults_ready && !e->stopping)
+        if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT)
+            break;
+    /* e->reg is written once, before defaults_ready, and never again. */
+    if (e->defaults_ready && e->want_defaults) {
+        if (e->reg.npm_url[0] && n < max)
+            out[n++] = (struct exec_env){"npm_config_registry", e->reg.npm_url};
+        if (e->reg.pip_index[0] && n < max)
+            out[n++] = (struct exec_env){"PIP_INDEX_URL", e->reg.pip_index};
+        if (e->reg.pip_extra[0] && n < max)
+            out[n++] = (struct exec_env){"PIP_EXTRA_INDEX_URL", e->reg.pip_extra};
+    }
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
 char *egress_take_notes(struct egress *e, uint64_t run)
 {
     char *out = NULL;

@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 
 #include "errinfo.h"
+#include "exec.h"
 #include "netpolicy.h"
 
 #define EGRESS_PORT      3128 /* the proxy's address inside every sandbox: 127.0.0.1:3128 */
@@ -60,6 +61,12 @@ int egress_attach(struct egress *e, uint64_t run, int listen_fd, struct errinfo 
 
 /* The run ended: its listener and its open connections are closed, its notes dropped. */
 void egress_detach(struct egress *e, uint64_t run);
+
+/* The variables that point the sandbox's npm and pip at the registries the host's use
+ * (npm_config_registry, PIP_INDEX_URL, PIP_EXTRA_INDEX_URL), into out (at most max; the strings
+ * are borrowed for the egress's lifetime). Waits (bounded) until the defaults are known.
+ * Returns how many. */
+size_t egress_sandbox_env(struct egress *e, struct exec_env *out, size_t max);
 
 /* The denials of run since the last call, one "[network: ...]" line each (with a final
  * newline), or NULL when there were none. Owned (free()). */

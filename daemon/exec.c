@@ -289,6 +289,8 @@ static void add_env(struct argv_build *b, const struct exec_spec *s)
         add3(b, "--setenv", default_env[i][0], default_env[i][1]);
     for (size_t i = 0; s->proxy && i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
         add3(b, "--setenv", proxy_env[i][0], proxy_env[i][1]);
+    for (size_t i = 0; i < s->nnet_env; i++)
+        add3(b, "--setenv", s->net_env[i].name, s->net_env[i].value);
     for (size_t i = 0; i < s->nenv; i++)
         add3(b, "--setenv", s->env[i].name, s->env[i].value);
 }

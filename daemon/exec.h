@@ -77,6 +77,8 @@ struct exec_spec {
     const char *command;        /* run as /bin/sh -c command */
     const struct exec_env *env; /* the call's variables (already checked), after the defaults */
     size_t nenv;
+    const struct exec_env *net_env; /* the network's (registries), before the call's */
+    size_t nnet_env;
     bool allow_network; /* keep the network namespace bwrap starts in (--share-net) */
     bool proxy;         /* set the proxy variables (the egress proxy at 127.0.0.1:3128) */
     const char *npm_cache, *pip_cache; /* host dirs bound at /tmp/.npm, /tmp/.cache/pip; or NULL */

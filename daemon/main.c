@@ -196,6 +196,13 @@ static void net_ended(void *ctx, uint64_t run)
         egress_detach(g->egress, run);
 }
 
+static size_t net_env(void *ctx, struct exec_env *out, size_t max)
+{
+    struct netglue *g = ctx;
+
+    return g->egress ? egress_sandbox_env(g->egress, out, max) : 0;
+}
+
 static cJSON *net_status(void *ctx)
 {
     struct netglue *g = ctx;
@@ -215,6 +222,7 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
                 .ctx = net,
                 .started = net_started,
                 .ended = net_ended,
+                .env = net_env,
                 .status = net_status},
         .npm_cache = npm,
         .pip_cache = pip,

@@ -788,6 +788,9 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
 {
     size_t nroot = 0;
     char **root = root_entries(p->ws_fd, &nroot);
+    struct exec_env net_env[4];
+    size_t nnet =
+        p->net.env && p->net.mode == NETPOLICY_PROXY ? p->net.env(p->net.ctx, net_env, 4) : 0;
     struct exec_spec spec = {
         .bwrap = p->bwrap,
         .ws_source = p->mnt,
@@ -804,6 +807,8 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         .tmp_mb = p->lim.tmp_mb,
         .uid = (unsigned)p->uid,
         .gid = (unsigned)p->gid,
+        .net_env = net_env,
+        .nnet_env = nnet,
         .root_names = (const char *const *)root,
         .nroot = nroot,
     };

@@ -48,6 +48,10 @@ struct proc_net {
     void (*started)(void *ctx, uint64_t run, int listen_fd, int agent_fd);
     /* A run ended (its processes are gone). May be NULL. */
     void (*ended)(void *ctx, uint64_t run);
+    /* Variables every command gets (after the defaults, before the call's own), into out;
+     * returns how many (strings borrowed for the proc's lifetime). May block briefly. May be
+     * NULL. */
+    size_t (*env)(void *ctx, struct exec_env *out, size_t max);
     /* The network's state for /health (sandbox.egress), owned by the caller; may be NULL. */
     cJSON *(*status)(void *ctx);
 };

@@ -35,7 +35,7 @@ static const char pip_probe[] =
     "            urls += str(v).split()\n"
     "    if not urls:\n"
     "        from pip._internal.models.index import PyPI\n"
-    "        urls = [PyPI.url, PyPI.file_storage_domain]\n"
+    "        urls = [PyPI.simple_url, PyPI.file_storage_domain]\n"
     "    print('\\n'.join(urls))\n"
     "except Exception as e:\n"
     "    sys.stderr.write('pip configuration unreadable: %s' % e)\n"
@@ -172,6 +172,29 @@ size_t registries_parse_lines(const char *text, char out[][300], size_t max)
     return n;
 }
 
+/* The probe's URL lines: the first is pip's index-url, the rest extra ones. */
+static void index_urls(const char *text, struct registries *r)
+{
+    while (*text) {
+        size_t len = strcspn(text, "\r\n");
+
+        if (len > 8 && (strncmp(text, "https://", 8) == 0 || strncmp(text, "http://", 7) == 0)) {
+            if (!r->pip_index[0] && len < sizeof(r->pip_index)) {
+                memcpy(r->pip_index, text, len);
+                r->pip_index[len] = '\0';
+            } else if (r->pip_index[0]) {
+                size_t n = strlen(r->pip_extra);
+                if (n + len + 2 < sizeof(r->pip_extra))
+                    snprintf(r->pip_extra + n, sizeof(r->pip_extra) - n, "%s%.*s", n ? " " : "",
+                             (int)len, text);
+            }
+        }
+        text += len;
+        while (*text == '\r' || *text == '\n')
+            text++;
+    }
+}
+
 void registries_discover(struct registries *r, const char *path)
 {
     char prog[512], *out = NULL;
@@ -185,8 +208,15 @@ void registries_discover(struct registries *r, const char *path)
     } else {
         char *const argv[] = {prog, "config", "list", "--json", NULL};
         st = run(argv, &out);
-        if (st == 0)
+        if (st == 0) {
+            cJSON *root = cJSON_Parse(out);
+            const cJSON *reg = cJSON_GetObjectItemCaseSensitive(root, "registry");
+
             r->nnpm = registries_parse_npm(out, r->npm, REGISTRIES_MAX);
+            if (cJSON_IsString(reg) && strlen(reg->valuestring) < sizeof(r->npm_url))
+                snprintf(r->npm_url, sizeof(r->npm_url), "%s", reg->valuestring);
+            cJSON_Delete(root);
+        }
         if (!r->nnpm)
             snprintf(r->npm_note, sizeof(r->npm_note), "npm config list --json %s",
                      st == 0 ? "named no registry" : "failed");
@@ -199,8 +229,10 @@ void registries_discover(struct registries *r, const char *path)
     }
     char *const argv[] = {prog, "-c", (char *)pip_probe, NULL};
     st = run(argv, &out);
-    if (st == 0)
+    if (st == 0) {
         r->npip = registries_parse_lines(out, r->pip, REGISTRIES_MAX);
+        index_urls(out, r);
+    }
     if (!r->npip)
         snprintf(r->pip_note, sizeof(r->pip_note), "%s",
                  st == 3 ? "pip is not installed or its configuration is unreadable"

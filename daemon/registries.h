@@ -22,7 +22,10 @@ struct registries {
     size_t nnpm;
     char pip[REGISTRIES_MAX][300];
     size_t npip;
-    char npm_note[200]; /* "" or why npm's registries are unknown */
+    char npm_url[300];   /* npm's "registry" URL, or "" */
+    char pip_index[300]; /* pip's index-url (the first index URL), or "" */
+    char pip_extra[600]; /* the other index URLs, space-separated, or "" */
+    char npm_note[200];  /* "" or why npm's registries are unknown */
     char pip_note[200];
 };
 
