@@ -220,10 +220,9 @@ static bool host_tools_ok(const cJSON *arr)
 /* Checks one tool object and fills *t (borrowing from the document). */
 static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, struct errinfo *err)
 {
-    static const char *const known[] = {"name",        "title",       "description",
-                                        "inputSchema", "annotations", "outputSchema",
-                                        "route",       "budget",      "hostTools",
-                                        NULL};
+    static const char *const known[] = {
+        "name",         "title", "description", "inputSchema", "annotations",
+        "outputSchema", "route", "budget",      "hostTools",   NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *ann, *ro;
     const char *extra;
