@@ -19,13 +19,13 @@
 
 #include "console.h"
 #include "log.h"
+#include "netio.h"
 #include "registries.h"
 #include "strfmt.h"
 
 #define HEAD_TIMEOUT_MS    30000
 #define CONNECT_TIMEOUT_MS 10000
 #define DEFAULTS_WAIT_MS   20000
-#define RELAY_BUF          (64u << 10)
 #define LOCAL_ADDRS_MAX    64
 #define EGRESS_NOTE_RUNS   64 /* runs whose denials are remembered */
 
@@ -186,29 +186,6 @@ int egress_parse_head(const char *head, size_t len, bool *connect, char *host, s
 
 /* ---- helpers ---- */
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Answers the sandbox with an error status and closes nothing (the caller does). */
 static void answer(int fd, int status, const char *reason, const char *msg)
 {
@@ -218,7 +195,7 @@ static void answer(int fd, int status, const char *reason, const char *msg)
                            status, reason, msg, strlen(msg) + 1, msg);
 
     if (r)
-        (void)write_all(fd, r, strlen(r));
+        (void)netio_write_all(fd, r, strlen(r));
     free(r);
 }
 
@@ -359,85 +336,6 @@ static void rules_text(const struct netpolicy *p, char *out, size_t outsz)
 
 /* ---- one connection ---- */
 
-static void relay(int a, int b)
-{
-    char *buf = malloc(RELAY_BUF);
-    bool open_a = true, open_b = true;
-
-    while (buf && (open_a || open_b)) {
-        struct pollfd pf[2] = {{.fd = open_a ? a : -1, .events = POLLIN},
-                               {.fd = open_b ? b : -1, .events = POLLIN}};
-
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        for (int i = 0; i < 2; i++) {
-            int from = i ? b : a, to = i ? a : b;
-            ssize_t r;
-
-            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            r = recv(from, buf, RELAY_BUF, 0);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0 || write_all(to, buf, (size_t)r) < 0) {
-                if (r < 0 || r > 0) { /* an error: end both ways */
-                    open_a = open_b = false;
-                    break;
-                }
-                shutdown(to, SHUT_WR); /* end of stream: pass the half-close on */
-                if (i)
-                    open_b = false;
-                else
-                    open_a = false;
-            }
-        }
-    }
-    free(buf);
-}
-
-/* Reads the request head; returns its length (through the blank line) and the bytes read in
- * *got, or -1 (closed, timed out, too long: *why says which). */
-static ssize_t read_head(int fd, char *buf, size_t cap, size_t *got, const char **why)
-{
-    int64_t end = mono_ms() + HEAD_TIMEOUT_MS;
-
-    *got = 0;
-    for (;;) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int64_t left = end - mono_ms();
-        char *eoh;
-        ssize_t r;
-
-        buf[*got] = '\0';
-        eoh = strstr(buf, "\r\n\r\n");
-        if (eoh)
-            return (ssize_t)(eoh + 4 - buf);
-        if (memchr(buf, '\0', *got)) {
-            *why = "the request contains a NUL byte";
-            return -1;
-        }
-        if (*got >= cap - 1) {
-            *why = "the request head is longer than 16 KiB";
-            return -1;
-        }
-        if (left <= 0 || poll(&pf, 1, (int)left) <= 0) {
-            *why = "no complete request head within 30 s";
-            return -1;
-        }
-        r = recv(fd, buf + *got, cap - 1 - *got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            *why = NULL;
-            return -1;
-        }
-        *got += (size_t)r;
-    }
-}
-
 /* Waits (bounded) until the default rules are known, then checks host:port. */
 static const struct netpolicy_rule *match(struct egress *e, const char *host, uint16_t port,
                                           struct netpolicy_rule *copy, char *rules, size_t rulessz)
@@ -507,7 +405,7 @@ static void serve(struct conn *c)
 
     if (!buf)
         return;
-    hl = read_head(c->fd, buf, EGRESS_HEAD_MAX + 1, &got, &rwhy);
+    hl = netio_read_head(c->fd, buf, EGRESS_HEAD_MAX + 1, HEAD_TIMEOUT_MS, &got, &rwhy);
     if (hl < 0) {
         if (rwhy)
             answer(c->fd, 400, "Bad Request", rwhy);
@@ -573,8 +471,8 @@ static void serve(struct conn *c)
     pthread_mutex_unlock(&e->lock);
     if (is_connect) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-        if (write_all(c->fd, ok, sizeof(ok) - 1) < 0 ||
-            write_all(up, buf + hl, got - (size_t)hl) < 0)
+        if (netio_write_all(c->fd, ok, sizeof(ok) - 1) < 0 ||
+            netio_write_all(up, buf + hl, got - (size_t)hl) < 0)
             goto out;
     } else {
         /* Origin-form request line, the headers minus Proxy-*, and one request per
@@ -586,7 +484,7 @@ static void serve(struct conn *c)
         char *out = strfmt_alloc("%.*s %s%.*s %.8s\r\n", (int)mlen, buf, slash ? "" : "/",
                                  (int)tlen, buf + toff, line_end - 8);
 
-        if (!out || write_all(up, out, strlen(out)) < 0) {
+        if (!out || netio_write_all(up, out, strlen(out)) < 0) {
             free(out);
             goto out;
         }
@@ -596,17 +494,17 @@ static void serve(struct conn *c)
             size_t n = (size_t)(nl - hdr) + 2;
 
             if (strncasecmp(hdr, "Proxy-", 6) != 0 && strncasecmp(hdr, "Connection:", 11) != 0 &&
-                write_all(up, hdr, n) < 0)
+                netio_write_all(up, hdr, n) < 0)
                 goto out;
             hdr = nl + 2;
         }
-        if (write_all(up, "Connection: close\r\n\r\n", 21) < 0 ||
-            write_all(up, buf + hl, got - (size_t)hl) < 0)
+        if (netio_write_all(up, "Connection: close\r\n\r\n", 21) < 0 ||
+            netio_write_all(up, buf + hl, got - (size_t)hl) < 0)
             goto out;
     }
     free(buf);
     buf = NULL;
-    relay(c->fd, up);
+    netio_relay(c->fd, up);
 out:
     if (res)
         freeaddrinfo(res);

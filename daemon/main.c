@@ -28,6 +28,7 @@
 #include "errinfo.h"
 #include "hosttools.h"
 #include "log.h"
+#include "portfwd.h"
 #include "privdrop.h"
 #include "proc.h"
 #include "strfmt.h"
@@ -174,6 +175,7 @@ static struct catalog *probe_tools(struct hosttools *ht)
 /* The sandboxes' network services, joined to the exec engine's hooks. */
 struct netglue {
     struct egress *egress;
+    struct portfwd *portfwd;
 };
 
 static void net_started(void *ctx, uint64_t run, int listen_fd, int agent_fd)
@@ -184,7 +186,9 @@ static void net_started(void *ctx, uint64_t run, int listen_fd, int agent_fd)
         (void)egress_attach(g->egress, run, listen_fd, NULL);
     else if (listen_fd >= 0)
         close(listen_fd);
-    if (agent_fd >= 0)
+    if (g->portfwd)
+        portfwd_attach(g->portfwd, run, agent_fd);
+    else if (agent_fd >= 0)
         close(agent_fd);
 }
 
@@ -194,6 +198,8 @@ static void net_ended(void *ctx, uint64_t run)
 
     if (g->egress)
         egress_detach(g->egress, run);
+    if (g->portfwd)
+        portfwd_detach(g->portfwd, run);
 }
 
 static size_t net_env(void *ctx, struct exec_env *out, size_t max)
@@ -264,8 +270,10 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     copt.cat = cat ? cat : catalog_builtin();
     net.egress = cfg->net.mode == NETPOLICY_FULL ? NULL : egress_new(&eopt, &err);
     tools.egress = net.egress;
+    net.portfwd = portfwd_new(&err);
+    tools.portfwd = net.portfwd;
     /* The exec engine's supervisor thread starts here, after root was dropped. */
-    tools.proc = cfg->net.mode == NETPOLICY_FULL || net.egress
+    tools.proc = (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
                      ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
                      : NULL;
     opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
@@ -273,6 +281,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     if (!a) {
         call_service_free(opt.calls);
         proc_free(tools.proc);
+        portfwd_free(net.portfwd);
         egress_free(net.egress);
         bridge_free(tools.bridge);
         catalog_free(cat);
@@ -297,6 +306,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     api_stop(a);
     call_service_free(opt.calls);
     proc_free(tools.proc);
+    portfwd_free(net.portfwd);
     egress_free(net.egress);
     bridge_free(tools.bridge);
     catalog_free(cat);

@@ -270,7 +270,7 @@ static void finish(struct proc *p, struct job *j, int status)
     j->cg_fd = -1;
     if (j->memory_limit && j->state == JOB_EXITED)
         j->state = JOB_KILLED;
-    if (p->net.ended && p->net.mode != NETPOLICY_FULL)
+    if (p->net.ended)
         p->net.ended(p->net.ctx, j->id);
     if (j->background)
         p->running_bg--;

@@ -43,8 +43,8 @@ struct hosttools;
 struct proc_net {
     int mode; /* enum netpolicy_mode */
     void *ctx;
-    /* A run's sandbox started. listen_fd (-1 unless mode proxy) and agent_fd (-1 in mode full)
-     * are owned by the callee from here on. NULL = close them. */
+    /* A run's sandbox started (every run, in every mode). listen_fd (-1 unless mode proxy) and
+     * agent_fd (-1 in mode full) are owned by the callee from here on. NULL = close them. */
     void (*started)(void *ctx, uint64_t run, int listen_fd, int agent_fd);
     /* A run ended (its processes are gone). May be NULL. */
     void (*ended)(void *ctx, uint64_t run);

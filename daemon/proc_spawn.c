@@ -472,7 +472,7 @@ int proc_spawn(struct proc *p, struct job *j, struct errinfo *err)
     if (ctl[0] >= 0 && recv_net(ctl[0], &j->agent, &lfd) < 0)
         log_warn("exec: process %llu: the sandbox's network agent did not report",
                  (unsigned long long)j->id);
-    if (ctl[0] >= 0 && p->net.started) {
+    if (p->net.started) {
         p->net.started(p->net.ctx, j->id, lfd, ctl[0]);
         ctl[0] = lfd = -1;
     }

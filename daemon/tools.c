@@ -21,6 +21,7 @@ static const struct tool_row tool_table[] = {
     {"exec", tools_exec},
     {"process_list", tools_process_list},
     {"kill", tools_kill},
+    {"expose_port", tools_expose_port},
     {"list_studios", tools_list_studios},
     {"set_active_studio", tools_set_active_studio},
     {"get_console_output", tools_get_console_output},

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -23,6 +24,7 @@ struct proc;
 struct bridge;
 struct call;
 struct egress;
+struct portfwd;
 
 /* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
  * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
@@ -32,6 +34,7 @@ struct tools_ctx {
     struct proc *proc;       /* the exec engine and process registry */
     struct bridge *bridge;   /* the Roblox Studio bridge */
     struct egress *egress;   /* the sandboxes' egress proxy (denials noted in exec results) */
+    struct portfwd *portfwd; /* port forwards into the sandboxes (expose_port, exec ports) */
 };
 
 struct tools_result {
@@ -77,6 +80,15 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
                struct tools_result *out, struct errinfo *err);
 int tools_process_list(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                        struct tools_result *out, struct errinfo *err);
+int tools_expose_port(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                      struct tools_result *out, struct errinfo *err);
+/* tools_ports.c, for tools_exec.c: checks exec's "ports" (background only, no duplicates);
+ * exposes each for a started process, returning [{port, url}] (owned) and one note line per
+ * port in notes; adds "urls" to every entry of a process_list answer (-1: out of memory). */
+int tools_ports_check(const cJSON *ports, bool background, struct errinfo *err);
+cJSON *tools_ports_expose_all(const struct tools_ctx *ctx, uint64_t pid, const cJSON *ports,
+                              char *notes, size_t notessz);
+int tools_ports_add_urls(const struct tools_ctx *ctx, cJSON *list);
 int tools_kill(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                struct tools_result *out, struct errinfo *err);
 
