@@ -216,7 +216,7 @@ static void child_net(const struct proc *p)
             bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0)
             child_fail(STEP_NET);
     }
-    agent = fork();
+    agent = _Fork(); /* not fork(): no atfork handlers, whose locks another thread may hold */
     if (agent < 0)
         child_fail(STEP_NET);
     if (agent == 0)
