@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,8 @@
 #define TOKEN_FILE_MAX  4096
 
 static const char *const file_keys =
-    "port, bind, workspace, allow_network, network, cache_dir, log_level, user, fsync, cgroup, "
-    "token_file, exec_<limit>";
+    "port, bind, workspace, allow_network, network, cache_dir, checkpoint_dir, checkpoint_keep, "
+    "log_level, user, fsync, cgroup, token_file, exec_<limit>";
 
 static int set_str(char **dst, const char *value, struct errinfo *err)
 {
@@ -97,6 +98,7 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
     cfg->cache_dir = env->root ? strdup("/var/cache/runbox")
                                : xdg_path(env->xdg_cache_home, env->home, ".cache", "cache");
     cfg->net.mode = NETPOLICY_PROXY;
+    cfg->checkpoint_keep = 50;
     (void)err;
     return 0;
 }
@@ -109,6 +111,8 @@ void config_cleanup(struct config *cfg)
     free(cfg->token_file);
     free(cfg->cache_dir);
     cfg->cache_dir = NULL;
+    free(cfg->checkpoint_dir);
+    cfg->checkpoint_dir = NULL;
     if (cfg->token)
         memset(cfg->token, 0, strlen(cfg->token)); /* do not leave the secret in freed memory */
     free(cfg->token);
@@ -353,6 +357,22 @@ static int file_item(struct config *cfg, const char *path, const cJSON *item, st
     }
     if (strcmp(key, "network") == 0)
         return file_network(cfg, path, item, err);
+    if (strcmp(key, "checkpoint_dir") == 0) {
+        if (!cJSON_IsString(item) || !item->valuestring[0])
+            return file_type_error(path, key, "a directory", item, err);
+        return set_file_path(cfg, &cfg->checkpoint_dir, path, item->valuestring, err);
+    }
+    if (strcmp(key, "checkpoint_keep") == 0) {
+        double d = item->valuedouble;
+
+        if (!cJSON_IsNumber(item) || !(d >= 1 && d <= 100000) || d != (double)(int)d) {
+            errinfo_set(err, ERR_INVALID,
+                        "%s: key \"checkpoint_keep\": expected a whole number 1-100000", path);
+            return -1;
+        }
+        cfg->checkpoint_keep = (unsigned)d;
+        return 0;
+    }
     if (strcmp(key, "cache_dir") == 0) {
         if (!cJSON_IsString(item) || !item->valuestring[0])
             return file_type_error(path, key, "a directory", item, err);
@@ -434,6 +454,8 @@ enum opt_id {
     OPT_NETWORK,
     OPT_ALLOW_DOMAIN,
     OPT_CACHE_DIR,
+    OPT_CHECKPOINT_DIR,
+    OPT_CHECKPOINT_KEEP,
     OPT_TOKEN_FILE,
     OPT_VERSION,
     OPT_HELP
@@ -458,6 +480,8 @@ static const struct opt opts[] = {
     {"--network", OPT_NETWORK, true},
     {"--allow-domain", OPT_ALLOW_DOMAIN, true},
     {"--cache-dir", OPT_CACHE_DIR, true},
+    {"--checkpoint-dir", OPT_CHECKPOINT_DIR, true},
+    {"--checkpoint-keep", OPT_CHECKPOINT_KEEP, true},
     {"--token-file", OPT_TOKEN_FILE, true},
     {"--version", OPT_VERSION, false},
     {"--help", OPT_HELP, false},
@@ -518,6 +542,22 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         return add_rule(cfg, o->name, NETPOLICY_FROM_FLAG, v, err);
     case OPT_CACHE_DIR:
         return set_nonempty(&cfg->cache_dir, o->name, "a directory", v, err);
+    case OPT_CHECKPOINT_DIR:
+        return set_nonempty(&cfg->checkpoint_dir, o->name, "a directory", v, err);
+    case OPT_CHECKPOINT_KEEP: {
+        char *end;
+        long n;
+
+        errno = 0;
+        n = strtol(v, &end, 10);
+        if (errno || *end || !v[0] || n < 1 || n > 100000) {
+            errinfo_set(err, ERR_INVALID, "%s: expected a whole number 1-100000; got \"%.40s\"",
+                        o->name, v);
+            return -1;
+        }
+        cfg->checkpoint_keep = (unsigned)n;
+        return 0;
+    }
     case OPT_LOG_LEVEL:
         return set_log_level(cfg, o->name, v, err);
     case OPT_USER:
@@ -723,6 +763,19 @@ int config_read_token(struct config *cfg, struct errinfo *err)
     return 0;
 }
 
+char *config_checkpoint_dir(const struct config_env *env, const char *workspace)
+{
+    const char *name = strrchr(workspace, '/');
+    uint64_t h = 1469598103934665603ull;
+    char leaf[300];
+
+    for (const char *p = workspace; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    name = name && name[1] ? name + 1 : "workspace";
+    snprintf(leaf, sizeof(leaf), "checkpoints/%.200s-%016llx", name, (unsigned long long)h);
+    return xdg_path(env->xdg_data_home, env->home, ".local/share", leaf);
+}
+
 const char *config_usage(void)
 {
     return "Usage: runboxd [options]\n"
@@ -750,6 +803,9 @@ const char *config_usage(void)
            "  --allow-network     give exec the host's network (same as --network full)\n"
            "  --cache-dir DIR     npm's and pip's caches for exec, kept between runs (default\n"
            "                      $XDG_CACHE_HOME/runbox/cache; /var/cache/runbox as root)\n"
+           "  --checkpoint-dir DIR  where the workspace's checkpoints are kept (default\n"
+           "                      $XDG_DATA_HOME/runbox/checkpoints/<workspace>-<hash>)\n"
+           "  --checkpoint-keep N the most checkpoints kept; older ones go (default 50)\n"
            "  --log-level LEVEL   error, warn, info, debug or trace (default: RUNBOX_LOG, else\n"
            "                      warn); logs go to stderr\n"
            "  --user NAME         the account to run as when started as root (default: the\n"
@@ -775,7 +831,8 @@ const char *config_usage(void)
            "  --help              print this help and exit\n"
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
-           "allow_network, network ({\"mode\": ..., \"allow\": [...]}), cache_dir, log_level,\n"
+           "allow_network, network ({\"mode\": ..., \"allow\": [...]}), cache_dir,\n"
+           "checkpoint_dir, checkpoint_keep, log_level,\n"
            "user, fsync, cgroup, token_file, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
            "90000). Flags beat the environment,\n"
            "which beats the file.\n"

@@ -154,7 +154,7 @@ void hosttools_probe(struct hosttools *h, const char *const *names, size_t n, co
         char out[PROBE_OUTPUT_MAX];
 
         snprintf(e->name, sizeof(e->name), "%s", names[i]);
-        if (!find_program(e->name, path ? path : HOSTTOOLS_PATH, e->path, sizeof(e->path)))
+        if (!find_program(names[i], path ? path : HOSTTOOLS_PATH, e->path, sizeof(e->path)))
             continue;
         if (strcmp(e->name, "npm") == 0 && npm_version(e->path, e->version, sizeof(e->version)))
             continue;

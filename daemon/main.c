@@ -8,6 +8,8 @@
  * status: 0 after a signal, 1 when the port is taken or the workspace or server cannot start, 2 for
  * a bad setting. */
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +23,7 @@
 #include "bridge.h"
 #include "call.h"
 #include "catalog.h"
+#include "checkpoint.h"
 #include "cgroup.h"
 #include "config.h"
 #include "console.h"
@@ -64,15 +67,82 @@ static char *cache_subdir(const char *base, const char *leaf, uid_t uid, gid_t g
     return path;
 }
 
-/* npm's and pip's caches for exec (owned), made before root is dropped. */
+/* npm's and pip's caches for exec (owned), made before root is dropped; and the checkpoint
+ * store, opened then too (as root, its path may lie under a home the account cannot
+ * traverse: the daemon keeps the directory fd). */
 struct caches {
     char *npm, *pip;
+    int store_fd;    /* the checkpoint store, or -1 */
+    char *store_tmp; /* owned: a :memory: workspace's store, removed at exit */
 };
 
-static void caches_make(struct caches *c, const char *base, uid_t uid, gid_t gid)
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    c->npm = cache_subdir(base, "npm", uid, gid);
-    c->pip = cache_subdir(base, "pip", uid, gid);
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) < 0 ? 0 : 0;
+}
+
+/* Makes dir and its parents (0700); the last one handed to uid/gid when root. */
+static int mkdirs(char *dir, uid_t uid, gid_t gid)
+{
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            (void)mkdir(dir, 0700);
+            *p = '/';
+        }
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if (geteuid() == 0 && chown(dir, uid, gid) < 0)
+        return -1;
+    return 0;
+}
+
+static void store_open(struct caches *c, const struct config *cfg, uid_t uid, gid_t gid)
+{
+    struct config_env env;
+    char *dir = NULL;
+
+    c->store_fd = -1;
+    config_env_from_process(&env);
+    if (cfg->checkpoint_dir) {
+        dir = strdup(cfg->checkpoint_dir);
+    } else if (strcmp(cfg->workspace, VFS_MEMORY) == 0) {
+        char tmpl[] = "/dev/shm/runbox-checkpoints-XXXXXX",
+             tmpl2[] = "/tmp/runbox-checkpoints-XXXXXX";
+        const char *made = mkdtemp(tmpl) ? tmpl : mkdtemp(tmpl2) ? tmpl2 : NULL;
+
+        dir = made ? strdup(made) : NULL;
+        c->store_tmp = made ? strdup(made) : NULL;
+        if (made && geteuid() == 0 && chown(made, uid, gid) < 0)
+            log_warn("runboxd: cannot hand %s to the account it serves as: %s", made,
+                     strerror(errno));
+    } else {
+        dir = config_checkpoint_dir(&env, cfg->workspace);
+    }
+    if (!dir || (!c->store_tmp && mkdirs(dir, uid, gid) < 0) ||
+        (c->store_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        log_warn("runboxd: no checkpoints: cannot open the store %s: %s",
+                 dir ? dir : "(no data home)", strerror(errno));
+    free(dir);
+}
+
+static void store_close(struct caches *c)
+{
+    if (c->store_fd >= 0)
+        close(c->store_fd);
+    if (c->store_tmp)
+        nftw(c->store_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(c->store_tmp);
+}
+
+static void caches_make(struct caches *c, const struct config *cfg, uid_t uid, gid_t gid)
+{
+    c->npm = cache_subdir(cfg->cache_dir, "npm", uid, gid);
+    c->pip = cache_subdir(cfg->cache_dir, "pip", uid, gid);
+    store_open(c, cfg, uid, gid);
 }
 
 /* Settings, token and their checks. Returns -1 to go on, else the exit status. */
@@ -111,13 +181,13 @@ static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg
         if (cfg->user)
             log_info("runboxd: not root, so --user %s is not needed and ignored", cfg->user);
         *cg = cgroup_setup(getuid(), getgid(), cfg->cgroup);
-        caches_make(caches, cfg->cache_dir, getuid(), getgid());
+        caches_make(caches, cfg, getuid(), getgid());
         return -1;
     }
     if (privdrop_resolve(cfg->user, getenv("SUDO_UID"), getenv("SUDO_GID"), &t, &err) < 0)
         return fail(2, &err);
     *cg = cgroup_setup(t.uid, t.gid, cfg->cgroup);
-    caches_make(caches, cfg->cache_dir, t.uid, t.gid);
+    caches_make(caches, cfg, t.uid, t.gid);
     if (privdrop_apply(&t, vfs_root_fd(v), &err) < 0)
         return fail(1, &err);
     log_info("runboxd: started as root; now serving as user %s (uid %u, gid %u)",
@@ -272,6 +342,17 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     tools.egress = net.egress;
     net.portfwd = portfwd_new(&err);
     tools.portfwd = net.portfwd;
+    if (caches->store_fd >= 0) {
+        struct checkpoint_options kopt = {.ws_fd = vfs_root_fd(v),
+                                          .store_fd = fcntl(caches->store_fd, F_DUPFD_CLOEXEC, 3),
+                                          .keep = cfg->checkpoint_keep,
+                                          .fsync = cfg->fsync};
+        struct errinfo kerr = {0};
+
+        tools.checkpoints = kopt.store_fd >= 0 ? checkpoint_new(&kopt, &kerr) : NULL;
+        if (!tools.checkpoints)
+            log_warn("runboxd: no checkpoints: %s", kerr.msg);
+    }
     /* The exec engine's supervisor thread starts here, after root was dropped. */
     tools.proc = (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
                      ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
@@ -281,6 +362,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     if (!a) {
         call_service_free(opt.calls);
         proc_free(tools.proc);
+        checkpoint_free(tools.checkpoints);
         portfwd_free(net.portfwd);
         egress_free(net.egress);
         bridge_free(tools.bridge);
@@ -306,6 +388,7 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     api_stop(a);
     call_service_free(opt.calls);
     proc_free(tools.proc);
+    checkpoint_free(tools.checkpoints);
     portfwd_free(net.portfwd);
     egress_free(net.egress);
     bridge_free(tools.bridge);
@@ -321,7 +404,7 @@ int main(int argc, char *argv[])
     struct vfs *v = NULL;
     struct console *console = NULL;
     struct cgroup *cg = NULL;
-    struct caches caches = {0};
+    struct caches caches = {.store_fd = -1};
     sigset_t stop;
     int status;
 
@@ -360,6 +443,7 @@ int main(int argc, char *argv[])
 out:
     free(caches.npm);
     free(caches.pip);
+    store_close(&caches);
     cgroup_free(cg);
     console_free(console);
     vfs_free(v);

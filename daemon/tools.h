@@ -25,6 +25,7 @@ struct bridge;
 struct call;
 struct egress;
 struct portfwd;
+struct checkpoint;
 
 /* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
  * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
@@ -35,6 +36,7 @@ struct tools_ctx {
     struct bridge *bridge;   /* the Roblox Studio bridge */
     struct egress *egress;   /* the sandboxes' egress proxy (denials noted in exec results) */
     struct portfwd *portfwd; /* port forwards into the sandboxes (expose_port, exec ports) */
+    struct checkpoint *checkpoints; /* the workspace's checkpoint store */
 };
 
 struct tools_result {
@@ -89,6 +91,15 @@ int tools_ports_check(const cJSON *ports, bool background, struct errinfo *err);
 cJSON *tools_ports_expose_all(const struct tools_ctx *ctx, uint64_t pid, const cJSON *ports,
                               char *notes, size_t notessz);
 int tools_ports_add_urls(const struct tools_ctx *ctx, cJSON *list);
+/* tools_checkpoints.c */
+int tools_checkpoint(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                     struct tools_result *out, struct errinfo *err);
+int tools_list_checkpoints(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                           struct tools_result *out, struct errinfo *err);
+int tools_diff(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+               struct tools_result *out, struct errinfo *err);
+int tools_restore_checkpoint(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                             struct tools_result *out, struct errinfo *err);
 int tools_kill(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                struct tools_result *out, struct errinfo *err);
 
