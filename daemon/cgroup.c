@@ -295,6 +295,25 @@ static void remove_stale(int dfd, const char *name)
         log_info("cgroup: removed %s, left by a runboxd that is gone", name);
 }
 
+/* True when name/daemon still holds a process. A pid is only a hint: a runboxd in another pid
+ * namespace (pid 1 in a container, or a host pid seen from inside one) names its directory by a
+ * pid that does not exist here, and killing its cgroup would SIGKILL a live daemon. */
+static bool daemon_leaf_populated(int dfd, const char *name)
+{
+    char path[64], buf[256];
+    int fd;
+    bool populated;
+
+    snprintf(path, sizeof(path), "%s/daemon", name);
+    fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    populated = read_at(fd, "cgroup.events", buf, sizeof(buf)) < 0 ||
+                cgroup_parse_key(buf, "populated") != 0;
+    close(fd);
+    return populated;
+}
+
 /* Every runboxd-<pid> in D whose daemon no longer runs. */
 static void sweep_stale(int dfd)
 {
@@ -315,6 +334,8 @@ static void sweep_stale(int dfd)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
             continue; /* still running */
+        if (daemon_leaf_populated(dfd, e->d_name))
+            continue; /* a daemon of another pid namespace, whose pid means nothing here */
         remove_stale(dfd, e->d_name);
     }
     closedir(d);
