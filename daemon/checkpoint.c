@@ -835,8 +835,9 @@ static int remove_path(int ws_fd, const struct cp_ent *e)
     return rc;
 }
 
-/* Writes blob t->blob to t->path (a temporary name, then rename), with its mode and mtime. */
-static int write_file(struct checkpoint *c, const struct cp_ent *t, size_t seq)
+/* Writes blob t->blob to t->path (a temporary name, then rename), with its mode and mtime, and
+ * records the new file's stat in t (for the index). */
+static int write_file(struct checkpoint *c, struct cp_ent *t, size_t seq)
 {
     const char *leaf;
     char tmp[64];
@@ -852,8 +853,13 @@ static int write_file(struct checkpoint *c, const struct cp_ent *t, size_t seq)
     dst = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (src >= 0 && dst >= 0 && copy_fd(src, dst) == 0 && fchmod(dst, t->mode) == 0 &&
         futimens(dst, times) == 0 && (!c->fsync || fsync(dst) == 0) &&
-        renameat(pfd, tmp, pfd, leaf) == 0)
+        renameat(pfd, tmp, pfd, leaf) == 0) {
+        struct stat st;
+
         rc = 0;
+        if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            from_stat(t, &st);
+    }
     if (rc < 0 && dst >= 0) {
         int e = errno;
         unlinkat(pfd, tmp, 0);
@@ -867,22 +873,34 @@ static int write_file(struct checkpoint *c, const struct cp_ent *t, size_t seq)
     return rc;
 }
 
-static int create_entry(struct checkpoint *c, const struct cp_ent *t, const struct cp_ent *cur,
-                        size_t seq, size_t *written, size_t *unchanged)
+/* Makes t exist as saved. A file's entry gets the stat it has now (for the new index); a
+ * folder's mode is set later (*dir_mode_needed). */
+static int create_entry(struct checkpoint *c, struct cp_ent *t, const struct cp_ent *cur,
+                        size_t seq, size_t *written, size_t *unchanged, bool *dir_mode_needed)
 {
     const char *leaf;
     int pfd, rc = 0;
 
+    *dir_mode_needed = t->type == 'd' && (!cur || cur->mode != t->mode);
     if (t->type == 'f') {
         const struct cp_ent *idx = cur ? cp_tree_find(&c->index, t->path) : NULL;
 
         if (cur && cur->type == 'f' && idx && idx->blob && strcmp(idx->blob, t->blob) == 0 &&
             same_stat(idx, cur)) {
             (*unchanged)++;
+            t->size = cur->size;
+            t->ino = cur->ino;
+            t->mtime_ns = cur->mtime_ns;
+            t->ctime_ns = cur->ctime_ns;
             if (cur->mode == t->mode)
                 return 0;
             pfd = parent_of(c->ws_fd, t->path, &leaf);
             rc = pfd >= 0 ? fchmodat(pfd, leaf, t->mode, 0) : -1;
+            if (rc == 0) {
+                struct stat st;
+                if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                    from_stat(t, &st); /* chmod changed its ctime */
+            }
             if (pfd >= 0)
                 close(pfd);
             return rc;
@@ -910,8 +928,9 @@ static int create_entry(struct checkpoint *c, const struct cp_ent *t, const stru
 
 static int restore_locked(struct checkpoint *c, const char *id, cJSON **out, struct errinfo *err)
 {
-    struct cp_tree target = {0}, cur = {0}, after = {0};
+    struct cp_tree target = {0}, cur = {0};
     size_t written = 0, removed = 0, unchanged = 0;
+    bool *mode_needed = NULL;
     int rc = -1;
 
     if (cp_load(c, id, &target, NULL, err) < 0)
@@ -934,12 +953,18 @@ static int restore_locked(struct checkpoint *c, const char *id, cJSON **out, str
         removed++;
     }
     /* Then the checkpoint's entries, folders before what they hold (ascending order). */
+    mode_needed = calloc(target.n + 1, sizeof(*mode_needed));
+    if (!mode_needed) {
+        errinfo_set(err, ERR_NOMEM, "restore: out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < target.n; i++) {
-        const struct cp_ent *t = &target.e[i], *e = cp_tree_find(&cur, t->path);
+        struct cp_ent *t = &target.e[i];
+        const struct cp_ent *e = cp_tree_find(&cur, t->path);
 
         if (e && e->type != t->type)
             e = NULL; /* removed above */
-        if (create_entry(c, t, e, i, &written, &unchanged) < 0) {
+        if (create_entry(c, t, e, i, &written, &unchanged, &mode_needed[i]) < 0) {
             errinfo_sys(err, "restore: cannot restore /%s", t->path);
             goto out;
         }
@@ -950,7 +975,7 @@ static int restore_locked(struct checkpoint *c, const char *id, cJSON **out, str
         const char *leaf;
         int pfd;
 
-        if (t->type != 'd')
+        if (t->type != 'd' || !mode_needed[i])
             continue;
         pfd = parent_of(c->ws_fd, t->path, &leaf);
         if (pfd < 0 || fchmodat(pfd, leaf, t->mode, 0) < 0) {
@@ -961,18 +986,10 @@ static int restore_locked(struct checkpoint *c, const char *id, cJSON **out, str
         }
         close(pfd);
     }
-    /* The new index: today's stats, the checkpoint's blobs. */
-    if (cp_walk(c->ws_fd, &after, err) < 0)
-        goto out;
-    for (size_t i = 0; i < after.n; i++) {
-        const struct cp_ent *t =
-            after.e[i].type == 'f' ? cp_tree_find(&target, after.e[i].path) : NULL;
-        if (t && t->blob)
-            after.e[i].blob = strdup(t->blob);
-    }
+    /* The new index: the checkpoint's entries with the stats their files have now. */
     cp_tree_free(&c->index);
-    c->index = after;
-    memset(&after, 0, sizeof(after));
+    c->index = target;
+    memset(&target, 0, sizeof(target));
     *out = cJSON_CreateObject();
     if (*out) {
         cJSON_AddStringToObject(*out, "id", id);
@@ -986,7 +1003,7 @@ out:
         c->index_valid = false; /* partly restored: trust no stat */
     cp_tree_free(&target);
     cp_tree_free(&cur);
-    cp_tree_free(&after);
+    free(mode_needed);
     return rc;
 }
 
