@@ -713,6 +713,10 @@ cJSON *proc_sandbox_json(struct proc *p)
          cJSON_AddNumberToObject(l, "background_max", p->lim.background_max) &&
          cJSON_AddNumberToObject(l, "concurrent_max", p->lim.concurrent_max);
     pthread_mutex_unlock(&p->lock);
+    if (ok) {
+        cJSON *c = cJSON_AddObjectToObject(j, "caches");
+        ok = c && add_nullable(c, "npm", p->npm_cache) && add_nullable(c, "pip", p->pip_cache);
+    }
     if (ok && p->net.status) {
         cJSON *n = p->net.status(p->net.ctx);
         ok = n && cJSON_AddItemToObject(j, "egress", n);

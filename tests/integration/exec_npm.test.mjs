@@ -49,6 +49,8 @@ describe('exec: npm install through the egress proxy', { skip: skip || false }, 
   });
 
   test('the first install fetches from the registry, the second from the cache alone', async () => {
+    const caches = (await d.get('/health')).body.sandbox.caches;
+    assert.deepEqual(caches, { npm: path.join(cache, 'npm'), pip: path.join(cache, 'pip') });
     ok(await d.call('write_file', { path: '/package.json', content: '{"name":"t","version":"1.0.0"}\n' }));
     const before1 = await served(d);
     const first = ok(await d.call('exec', { command: `npm install --no-audit --no-fund ${PKG}`,
