@@ -300,7 +300,7 @@ static void remove_stale(int dfd, const char *name)
  * pid that does not exist here, and killing its cgroup would SIGKILL a live daemon. */
 static bool daemon_leaf_populated(int dfd, const char *name)
 {
-    char path[64], buf[256];
+    char path[300], buf[256];
     int fd;
     bool populated;
 
