@@ -83,7 +83,8 @@ static int cmp_ent(const void *a, const void *b)
 
 void cp_tree_sort(struct cp_tree *t)
 {
-    qsort(t->e, t->n, sizeof(*t->e), cmp_ent);
+    if (t->n > 1)
+        qsort(t->e, t->n, sizeof(*t->e), cmp_ent);
     free(t->slots);
     t->slots = NULL;
 }
