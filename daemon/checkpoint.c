@@ -238,8 +238,8 @@ static void iso_time(char *buf, size_t n)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000));
 }
 
 /* The manifest text: header line, then records. Owned, *len. */
@@ -655,7 +655,7 @@ void cp_load_index(struct checkpoint *c)
 static int save_locked(struct checkpoint *c, const char *message, cJSON **out, struct errinfo *err)
 {
     struct cp_tree cur = {0};
-    char id[32], created[40], tmp[48];
+    char id[32], created[96], tmp[48];
     uint64_t bytes = 0, copied_bytes = 0;
     size_t files = 0, dirs = 0, links = 0, copied = 0;
     int dir_fd = -1, fd = -1, rc = -1;

@@ -2,6 +2,8 @@
 #include "netio.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -76,6 +78,12 @@ void netio_relay(int a, int b)
 {
     char *buf = malloc(RELAY_BUF);
     bool open_a = true, open_b = true;
+    int one = 1;
+
+    /* Each read is passed on at once: Nagle's algorithm would hold a small write (a TLS record,
+     * an HTTP answer) back until the previous one is acknowledged. */
+    setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
     while (buf && (open_a || open_b)) {
         struct pollfd pf[2] = {{.fd = open_a ? a : -1, .events = POLLIN},

@@ -21,7 +21,7 @@ ssize_t netio_read_head(int fd, char *buf, size_t cap, int timeout_ms, size_t *g
                         const char **why);
 
 /* Copies a -> b and b -> a until both directions have ended: an end of stream is passed on as a
- * half-close (shutdown SHUT_WR); an error ends both. */
+ * half-close (shutdown SHUT_WR); an error ends both. Sets TCP_NODELAY on both (TCP sockets). */
 void netio_relay(int a, int b);
 
 /* A monotonic clock in milliseconds. */
