@@ -17,31 +17,10 @@
 #include <string.h>
 
 #include "catalog_data.h"
+#include "catalog_int.h"
 #include "jsonrpc.h"
 #include "schema.h"
 #include "strfmt.h"
-
-#define CATALOG_NAME_MAX 128
-
-struct catalog_tool {
-    const char *name;  /* borrowed from the document */
-    const char *group; /* borrowed from the document */
-    enum catalog_route route;
-    enum catalog_budget budget;
-    const cJSON *tool; /* the tool's object in its document */
-    const cJSON *input_schema;
-    const cJSON *output_schema; /* or NULL */
-    const cJSON *host_tools;    /* "hostTools", or NULL */
-    bool read_only;
-};
-
-struct catalog {
-    cJSON **docs; /* owned parsed documents */
-    size_t ndocs;
-    struct catalog_tool *tools; /* sorted by name */
-    size_t ntools;
-    char *tools_json; /* owned; the tools/list "tools" array */
-};
 
 static const char *const annotation_names[] = {"readOnlyHint", "destructiveHint", "idempotentHint",
                                                "openWorldHint"};
@@ -310,7 +289,7 @@ static int compare_tools(const void *a, const void *b)
 }
 
 /* Adds each tool's MCP fields (references into the documents) to one array and prints it. */
-static char *build_tools_json(const struct catalog *cat)
+char *catalog__tools_json(const struct catalog *cat)
 {
     static const char *const shown[] = {"name",        "title",       "description",
                                         "inputSchema", "annotations", "outputSchema"};
@@ -339,14 +318,23 @@ out:
     return out;
 }
 
-/* Parses every document and loads its tools into cat->tools (unsorted). */
-static int load_docs(struct catalog *cat, const char *const *docs, size_t n, struct errinfo *err)
+/* The profiles document is the one with a "profiles" member (see catalog.h). */
+static bool is_profiles_doc(const cJSON *doc)
+{
+    return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "profiles"));
+}
+
+/* Parses every document and loads its tools into cat->tools (unsorted). *profiles gets the
+ * index of the profiles document, or n when there is none. */
+static int load_docs(struct catalog *cat, const char *const *docs, size_t n, size_t *profiles,
+                     struct errinfo *err)
 {
     struct where w;
     struct errinfo perr;
     const cJSON *tools, *t;
     size_t total = 0;
 
+    *profiles = n;
     for (size_t i = 0; i < n; i++) {
         memset(&w, 0, sizeof(w));
         w.doc = i;
@@ -357,6 +345,15 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, str
             return -1;
         }
         cat->ndocs = i + 1;
+        if (is_profiles_doc(cat->docs[i])) {
+            if (*profiles != n) {
+                fail(err, &w, "a second profiles document (the first is document %zu)",
+                     *profiles + 1);
+                return -1;
+            }
+            *profiles = i;
+            continue;
+        }
         tools = load_doc_shape(cat->docs[i], &w, err);
         if (!tools)
             return -1;
@@ -368,6 +365,8 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, str
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
+        if (i == *profiles)
+            continue;
         memset(&w, 0, sizeof(w));
         w.doc = i;
         tools = load_doc_shape(cat->docs[i], &w, err);
@@ -385,6 +384,7 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, str
 struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err)
 {
     struct catalog *cat = calloc(1, sizeof(*cat));
+    size_t profiles;
 
     if (cat)
         cat->docs = calloc(n ? n : 1, sizeof(*cat->docs));
@@ -392,7 +392,7 @@ struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *e
         errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
         goto fail;
     }
-    if (load_docs(cat, docs, n, err) != 0)
+    if (load_docs(cat, docs, n, &profiles, err) != 0)
         goto fail;
     qsort(cat->tools, cat->ntools, sizeof(*cat->tools), compare_tools);
     for (size_t i = 1; i < cat->ntools; i++) {
@@ -403,11 +403,15 @@ struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *e
             goto fail;
         }
     }
-    cat->tools_json = build_tools_json(cat);
+    if (profiles < n && catalog__load_profiles(cat, cat->docs[profiles], profiles, err) != 0)
+        goto fail;
+    cat->tools_json = catalog__tools_json(cat);
     if (!cat->tools_json) {
         errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
         goto fail;
     }
+    if (catalog__build_instructions(cat, err) != 0)
+        goto fail;
     return cat;
 fail:
     catalog_free(cat);
@@ -423,6 +427,8 @@ void catalog_free(struct catalog *cat)
     free(cat->docs);
     free(cat->tools);
     free(cat->tools_json);
+    free(cat->profiles);
+    free(cat->instructions);
     free(cat);
 }
 
@@ -497,6 +503,11 @@ const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool)
 const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool)
 {
     return tool->output_schema;
+}
+
+const cJSON *catalog_tool_object(const struct catalog_tool *tool)
+{
+    return tool->tool;
 }
 
 bool catalog_tool_is_read_only(const struct catalog_tool *tool)

@@ -56,7 +56,8 @@ enum catalog_route catalog_tool_route(const struct catalog_tool *tool);
 enum catalog_budget catalog_tool_budget(const struct catalog_tool *tool);
 const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool);  /* borrowed */
 const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool); /* borrowed or NULL */
-bool catalog_tool_is_read_only(const struct catalog_tool *tool); /* annotations.readOnlyHint */
+bool catalog_tool_is_read_only(const struct catalog_tool *tool);   /* annotations.readOnlyHint */
+const cJSON *catalog_tool_object(const struct catalog_tool *tool); /* the whole entry; borrowed */
 /* "hostTools": the programs the daemon probes for and names in the tool's description (an
  * array of strings), or NULL. Borrowed. */
 const cJSON *catalog_tool_host_tools(const struct catalog_tool *tool);
@@ -71,7 +72,47 @@ struct catalog *catalog_builtin_amended(const char *note, struct errinfo *err);
  * not shown. Built once, borrowed for the catalog's lifetime. */
 const char *catalog_tools_json(const struct catalog *cat);
 
+struct mcp_server;
+struct mcp_call;
+
+/* Adds every tool of cat to srv (runbox/mcp.h), in the catalog's order (by name), each with
+ * handler fn(arg, call); mcp_call_name() then names the tool (catalog_find gives it back). A Studio
+ * tool is declared as needing nothing of the client. Returns 0, or -1 with err (a name already
+ * there, no memory). */
+int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
+                           void (*fn)(void *arg, struct mcp_call *call), void *arg,
+                           struct errinfo *err);
+
 /* True when name follows [A-Za-z0-9_.-]{1,128}. Pure. */
 bool catalog_is_valid_name(const char *name);
+
+/* ---- tool profiles ----
+ * One optional document, {"instructions": text, "profiles": {name: profile, ...}}, names the
+ * profiles (common/tools/profiles.json). A profile is {"groups": [group, ...]?, "readOnly":
+ * bool?, "budget": N, "rules": text?}: it lists the tools of its groups (of every group when
+ * it names none), only those with readOnlyHint when readOnly is true; budget is the most
+ * characters its tools/list result {"tools":[...]} may have (the unit test holds every
+ * profile to it); rules are what its tools share (path syntax, value encoding), said once in
+ * the server's instructions instead of in every description. */
+
+/* Builds the view of base that spec selects: NULL or "" is every tool; otherwise a comma list
+ * of profile names ("all", "sandbox", "studio", "readonly") and group names ("workspace",
+ * "studio-scripts", ...), whose tools are listed together. Returns an owned catalog that
+ * borrows base's documents (base must outlive it; free with catalog_free), or NULL with
+ * ERR_INVALID naming the unknown item and what is accepted. */
+struct catalog *catalog_select(const struct catalog *base, const char *spec, struct errinfo *err);
+
+/* The MCP instructions for a server that lists cat's tools: the profiles document's
+ * "instructions", then the rules of every profile one of whose groups has a tool in cat.
+ * Borrowed for the catalog's lifetime; NULL when there is nothing to say. */
+const char *catalog_instructions(const struct catalog *cat);
+
+/* Characters of the tools/list result {"tools":[...]} for cat, as a client receives it. */
+size_t catalog_list_chars(const struct catalog *cat);
+
+/* The profiles of the profiles document, in its order: name (borrowed) and budget. */
+size_t catalog_profile_count(const struct catalog *cat);
+const char *catalog_profile_name(const struct catalog *cat, size_t i); /* i < count */
+size_t catalog_profile_budget(const struct catalog *cat, size_t i);    /* i < count */
 
 #endif /* COMMON_CATALOG_H */

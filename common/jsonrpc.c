@@ -223,7 +223,7 @@ static bool is_usable_id(const cJSON *id)
 {
     double d;
 
-    if (cJSON_IsString(id))
+    if (cJSON_IsString(id) || cJSON_IsRaw(id)) /* raw: a string id with a NUL */
         return true;
     if (!cJSON_IsNumber(id))
         return false;
@@ -344,6 +344,8 @@ static cJSON *id_item(const cJSON *id)
 
     if (cJSON_IsString(id))
         return cJSON_CreateStringReference(id->valuestring);
+    if (cJSON_IsRaw(id)) /* a string id with a NUL, as jsonrpc_keep_nul_ids() kept it */
+        return cJSON_CreateRaw(id->valuestring);
     if (!cJSON_IsNumber(id) || !isfinite(id->valuedouble))
         return cJSON_CreateNull();
     d = id->valuedouble;

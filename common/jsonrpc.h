@@ -52,6 +52,15 @@ enum jsonrpc_kind {
  * INVALID; jsonrpc_usable_id() then tells whether the error response can carry the id. */
 enum jsonrpc_kind jsonrpc_classify(const cJSON *msg, const char **why);
 
+/* For a message whose text holds \u0000 (jsonrpc_scan's has_nul_escape), parsed from
+ * text[0..len): each string id that cJSON cut at a NUL (the "id" of the message, or of each
+ * message of a batch, and its params' "requestId") becomes a cJSON raw item holding the id's
+ * whole JSON text ("a\u0000b"), so that answers carry it exactly. The functions below treat such
+ * a raw item as a string id. *nul_elsewhere tells whether some other string (an argument)
+ * holds \u0000 too. Returns 0, or -1 when out of memory (msg is then partly restored but valid,
+ * and *nul_elsewhere is true). */
+int jsonrpc_keep_nul_ids(cJSON *msg, const char *text, size_t len, bool *nul_elsewhere);
+
 /* The message's id if it is a string or an integer number (borrowed from msg), else NULL. */
 const cJSON *jsonrpc_usable_id(const cJSON *msg);
 

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-volatile enum log_level log_threshold = LOG_WARN;
+_Atomic enum log_level log_threshold = LOG_WARN;
 
 static const char *log_program = "runbox";
 
@@ -17,7 +17,7 @@ static const char *const level_names[] = {"error", "warn", "info", "debug", "tra
 
 void log_set_level(enum log_level level)
 {
-    log_threshold = level;
+    atomic_store_explicit(&log_threshold, level, memory_order_relaxed);
 }
 
 int log_parse_level(const char *s, enum log_level *out)

@@ -8,12 +8,14 @@
 #ifndef COMMON_LOG_H
 #define COMMON_LOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
 
-/* The current threshold; read by the macros. Change it with log_set_level(). */
-extern volatile enum log_level log_threshold;
+/* The current threshold; read by the macros on any thread while another may change it with
+ * log_set_level(), hence atomic (relaxed: it orders nothing else). */
+extern _Atomic enum log_level log_threshold;
 
 /* Sets the program name shown in each line and the level from RUNBOX_LOG (default warn).
  * An unknown RUNBOX_LOG value keeps the default and logs a warning naming the accepted values. */
@@ -32,7 +34,7 @@ void log_write(enum log_level level, const char *fmt, ...) __attribute__((format
 
 #define LOG_AT(level, ...)                                                                         \
     do {                                                                                           \
-        if ((level) <= log_threshold)                                                              \
+        if ((level) <= atomic_load_explicit(&log_threshold, memory_order_relaxed))                 \
             log_write((level), __VA_ARGS__);                                                       \
     } while (0)
 #define log_error(...) LOG_AT(LOG_ERROR, __VA_ARGS__)

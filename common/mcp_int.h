@@ -1,50 +1,194 @@
-/* common/mcp_int.h - what mcp.c shares with mcp_calls.c and mcp_requests.c; not for other
- * modules.
- * Thread-safety: as the session (owner thread only). */
+/* common/mcp_int.h - what the engine's files share (mcp_server.c, mcp_session.c, mcp_call.c,
+ * mcp_lists.c, mcp_modern.c, mcp_calls.c); not for other modules. Functions named mcp__* are
+ * private to the engine.
+ *
+ * Locks (see runbox/mcp.h for the contract): srv->lock (rwlock) guards the server's tables;
+ * srv->sessions_mu guards the list of sessions; s->mu guards one session and its calls' state;
+ * c->hook_mu serializes a call's cancel hook with its removal. Order: s->mu, then srv->lock or
+ * srv->sessions_mu; c->hook_mu is taken with no other engine lock held. Nothing is held while a
+ * handler, a hook or the transport's send runs. */
 #ifndef COMMON_MCP_INT_H
 #define COMMON_MCP_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "jsonbuf.h"
-#include "mcp.h"
+#include "runbox/mcp.h"
 
-/* Ceiling for any one message the engine builds (a tool result, a batch answer). Tool
+/* Ceiling for any one message the engine builds (a tool result, a batch answer, a list). Tool
  * results are capped far below this by the tools themselves; past it the client gets -32603. */
 #define MCP_RESPONSE_MAX ((size_t)64 << 20)
+
+#define MCP_META_VERSION      "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_CLIENT_INFO  "io.modelcontextprotocol/clientInfo"
+#define MCP_META_LOG_LEVEL    "io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVER_INFO  "io.modelcontextprotocol/serverInfo"
+#define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
+
+/* Client capabilities a tool can need (struct mcp_tool.requires). */
+enum { MCP_NEEDS_SAMPLING = 1, MCP_NEEDS_ELICITATION = 2, MCP_NEEDS_ROOTS = 4 };
+
+/* ---- the server's tables (mcp_server.c) ---- */
+
+struct srv_tool {
+    char *name, *title, *description;
+    cJSON *input_schema, *output_schema, *annotations; /* owned; output/annotations may be NULL */
+    unsigned requires;
+    mcp_handler_fn handler;
+    void *arg;
+};
+
+struct srv_resource {
+    char *uri, *name, *title, *description, *mime_type;
+    int64_t size;
+    mcp_handler_fn read;
+    void *arg;
+};
+
+struct srv_template {
+    char *uri_template, *name, *title, *description, *mime_type;
+    mcp_handler_fn read;
+    void *arg;
+};
+
+struct srv_prompt {
+    char *name, *title, *description;
+    cJSON *arguments; /* owned: the prompts/list "arguments" array */
+    mcp_handler_fn get;
+    void *arg;
+};
+
+struct mcp_server {
+    pthread_rwlock_t lock;
+    char *name, *version, *title, *instructions;
+    unsigned notifies; /* MCP_NOTIFY_* */
+
+    struct srv_tool *tools; /* in the order added */
+    size_t ntools, tools_cap;
+    size_t *tool_index; /* indexes into tools, sorted by name (binary search) */
+    uint64_t tools_gen; /* bumped by every change of the tools */
+    pthread_mutex_t tools_json_mu;
+    char *tools_json; /* the tools/list "tools" array, built for tools_json_gen */
+    size_t tools_json_len;
+    uint64_t tools_json_gen;
+
+    struct srv_resource *resources;
+    size_t nresources, resources_cap;
+    struct srv_template *templates;
+    size_t ntemplates, templates_cap;
+    mcp_handler_fn res_list, res_read;
+    void *res_arg;
+
+    struct srv_prompt *prompts;
+    size_t nprompts, prompts_cap;
+    mcp_handler_fn prompt_list, prompt_get;
+    void *prompt_arg;
+
+    mcp_handler_fn complete;
+    void *complete_arg;
+
+    pthread_mutex_t sessions_mu;
+    struct mcp_session *sessions; /* every open session, for the notifications */
+};
+
+/* A copy of a tool's call-time facts, taken under the server's lock. */
+struct tool_facts {
+    mcp_handler_fn handler;
+    void *arg;
+    bool has_output_schema;
+    unsigned requires;
+};
+
+/* Looks name up (srv->lock held for reading); NULL when there is none. */
+const struct srv_tool *mcp__find_tool(const struct mcp_server *srv, const char *name);
+
+/* The tools/list "tools" array text appended to b (takes the locks it needs). */
+int mcp__put_tools_json(struct mcp_server *srv, struct jsonbuf *b);
+
+/* The server's capabilities object for initialize and server/discover. Owned. */
+cJSON *mcp__capabilities(struct mcp_server *srv);
+
+/* Adds s to / removes s from the server's list of sessions. */
+void mcp__server_attach(struct mcp_server *srv, struct mcp_session *s);
+void mcp__server_detach(struct mcp_server *srv, struct mcp_session *s);
+
+/* ---- sessions and calls ---- */
 
 struct batch {
     size_t pending;     /* answers still owed, plus one while the members are being dispatched */
     size_t answers;     /* answers already in out */
     struct jsonbuf out; /* "[a,b,..." */
+    void *origin;
 };
 
-/* One tools/call in flight (mcp.h keeps it opaque). */
+/* A modern subscriptions/listen stream of a session. */
+struct listen {
+    struct listen *next;
+    struct mcp_call *call; /* the listen request, kept in flight while the stream lives */
+    unsigned lists;        /* enum mcp_list bits asked for */
+    cJSON *uris;           /* owned array of resource URIs (strings), or NULL */
+};
+
+/* A request this engine sent to a legacy client for a call's input (elicitation, sampling,
+ * roots). */
+struct pending_input {
+    struct pending_input *next;
+    char id[40]; /* our request id (a string, "rbx-in-<n>") */
+    struct mcp_call *call;
+    char *key; /* the inputRequests key it answers */
+};
+
 struct mcp_call {
     struct mcp_session *s;
     struct mcp_call *next; /* hash chain */
     struct batch *batch;   /* borrowed, or NULL */
-    cJSON *msg;            /* owned: the whole request; everything below is borrowed from it */
+    void *origin;
+    cJSON *msg; /* owned: the whole request; the borrowed pointers below point into it */
     const cJSON *id;
-    const cJSON *args;
+    const cJSON *params;
+    const cJSON *arguments;
     const cJSON *progress_token; /* or NULL */
-    const struct catalog_tool *tool;
+    const char *method;
+    const char *name;
     char *id_text; /* owned, compact JSON of id */
     size_t id_len;
     uint32_t hash;
-    void *data;
+    cJSON *uri_vars; /* owned, or NULL */
+
+    bool modern;
+    const char *protocol;     /* static storage */
+    const cJSON *client_caps; /* borrowed: the request's _meta, or the session's initialize */
+    const cJSON *client_info; /* borrowed or NULL */
+    int log_level;            /* the lowest level the client wants, or -1 for none */
+    bool cacheable;           /* the result gets ttlMs and cacheScope (modern lists, reads) */
+    bool is_tool;             /* tools/call: the answer helpers shape a CallToolResult */
+    struct tool_facts tool;   /* for tools/call */
+    mcp_handler_fn handler;   /* who answers it (called again after legacy input) */
+    void *handler_arg;
+    bool is_listen; /* a subscriptions/listen stream */
+
+    /* Guarded by s->mu. */
+    unsigned refs; /* 1 until answered, plus one per cancel being handled (mcp__call_hold) */
+    bool registered;
+    bool cancelled;
+    bool answered;
+    unsigned sending; /* messages of this call being sent right now */
     double last_progress;
     bool has_progress;
-    bool cancelling;    /* cancel_call is running: a late finish is dropped */
-    const char *method; /* a resources/prompts request (borrowed from msg), NULL for a call */
-};
+    size_t inputs_pending;        /* legacy input requests still unanswered */
+    cJSON *input_responses;       /* owned: legacy answers gathered so far, or the retry's own */
+    char *request_state;          /* owned copy of the state given with the last input request */
+    const cJSON *retry_responses; /* borrowed from msg: a modern retry's inputResponses */
 
-/* A resources/prompts request: a call without a tool, so that it shares the table of ids in
- * flight, cancellation and batches. (mcp.h keeps it opaque.) */
-struct mcp_request {
-    struct mcp_call call; /* first: a request is converted to and from its call */
+    void *data;
+    pthread_mutex_t hook_mu;
+    void (*hook)(struct mcp_call *c, void *arg);
+    void *hook_arg;
 };
 
 /* The calls in flight of one session, by id. Zero it to start; free buckets when done. */
@@ -54,58 +198,152 @@ struct mcp_calls {
     size_t count;              /* calls in the table */
 };
 
-/* One client session (mcp.h keeps it opaque). */
 struct mcp_session {
-    const struct catalog *cat;
-    const struct mcp_backend *be;
+    struct mcp_server *srv;
+    const struct mcp_transport *t;
     void *ctx;
-    const struct mcp_server_info *info;
-    const char *protocol;    /* one of protocol_versions, NULL before initialize */
-    bool client_ready;       /* notifications/initialized seen */
-    bool closing;            /* mcp_session_free is running: send nothing */
-    size_t client_log_level; /* index into client_log_levels (logging/setLevel) */
-    struct mcp_calls calls;  /* in flight, by id */
+    unsigned flags;
+    struct mcp_session *next; /* in the server's list (srv->sessions_mu) */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cond; /* a send of some call ended (mcp_session_cancel_origin waits) */
+    atomic_uint refs;    /* 1 until closed, plus one per call in flight and per broadcast */
+    bool closing;
+
+    /* legacy state */
+    const char *protocol; /* negotiated with initialize, static storage; NULL before */
+    bool client_ready;    /* notifications/initialized seen */
+    cJSON *client_caps;   /* owned: initialize's capabilities ({} until then) */
+    cJSON *client_info;   /* owned or NULL */
+    int log_level;        /* logging/setLevel; -1 until the client asks */
+    cJSON *subscribed;    /* owned array of URIs (resources/subscribe) */
+    struct pending_input *inputs;
+    uint64_t next_input_id;
+
+    struct listen *listens; /* modern subscriptions/listen streams */
+    struct mcp_calls calls; /* in flight, by id */
 };
 
-/* The hash of an id's compact JSON text; store it in the call's hash before mcp_calls_add. */
+/* mcp_calls.c */
 uint32_t mcp_calls_hash(const char *id_text, size_t len);
-
-/* The call whose id text is id[0..len) (borrowed), or NULL. */
 struct mcp_call *mcp_calls_find(const struct mcp_calls *t, const char *id, size_t len);
-
-/* Links c (borrowed: the table does not own its calls) in. -1 only when no bucket could be
- * allocated at all; a failed grow just makes the chains longer. */
 int mcp_calls_add(struct mcp_calls *t, struct mcp_call *c);
-
-/* Unlinks c, which mcp_calls_add linked in. */
 void mcp_calls_remove(struct mcp_calls *t, struct mcp_call *c);
 
-/* ---- mcp.c: answering ---- */
+/* ---- answering (mcp_session.c) ---- */
 
-/* Answers with a JSON-RPC error. id is borrowed (NULL -> null); the message is formatted. */
-void mcp_reply_error(struct mcp_session *s, struct batch *batch, const cJSON *id, int code,
-                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Delivers json (len bytes) with this route, or adds it to the batch being answered. Takes and
+ * drops no engine lock; the caller holds none. */
+void mcp__emit(struct mcp_session *s, struct batch *batch, const char *json, size_t len,
+               const struct mcp_route *route);
 
-/* Answers with a result; takes ownership of result (NULL -> {}). */
-void mcp_reply_result(struct mcp_session *s, struct batch *batch, const cJSON *id, cJSON *result);
+/* A JSON-RPC error answering the request with this id (borrowed; NULL -> null), routed as a
+ * response with origin. data (may be NULL) is owned. */
+void mcp__reply_error(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
+                      int code, cJSON *data, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+/* A result for a request that never became a call; takes ownership of result (NULL -> {}). */
+void mcp__reply_result(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
+                       cJSON *result);
 
 /* Appends the JSON text of a request id: a string, an integer number, or null. */
-void mcp_put_id(struct jsonbuf *b, const cJSON *id);
+void mcp__put_id(struct jsonbuf *b, const cJSON *id);
 
-/* Unregisters and frees a call (or request), then lets its batch go on. */
-void mcp_call_done(struct mcp_call *call);
+/* Lets a batch go on after one of its answers (s->mu not held). */
+void mcp__batch_release(struct mcp_session *s, struct batch *b);
 
-/* ---- mcp_requests.c ---- */
+/* Drops the session's reference held by a finished call (s->mu not held). */
+void mcp__session_unref(struct mcp_session *s);
 
-/* True for resources/list, resources/read, prompts/list and prompts/get. */
-bool mcp_requests_is_backend(const char *method);
+/* ---- calls (mcp_call.c) ---- */
 
-/* Answers resources/templates/list. */
-void mcp_requests_templates(struct mcp_session *s, struct batch *batch, const cJSON *id,
-                            const cJSON *params);
+/* A new call for request msg (takes ownership of msg and id_text). NULL when out of memory (msg
+ * and id_text then freed). */
+struct mcp_call *mcp__call_new(struct mcp_session *s, struct batch *batch, void *origin, cJSON *msg,
+                               char *id_text, size_t id_len);
 
-/* Checks the params of a back-end method and hands it to the back end. Takes ownership of msg. */
-void mcp_requests_start(struct mcp_session *s, struct batch *batch, cJSON *msg, const cJSON *id,
-                        const char *method);
+/* Registers c in the session's table (s->mu held) and takes a session reference; -1 when out of
+ * memory. */
+int mcp__call_register(struct mcp_call *c);
+
+/* Hands c to its handler (no lock held). */
+void mcp__call_dispatch(struct mcp_call *c);
+
+/* Answers c with the complete message text (the response line), then frees it. */
+void mcp__call_answer_text(struct mcp_call *c, struct jsonbuf *b);
+
+/* Frees a call that was never registered. */
+void mcp__call_discard(struct mcp_call *c);
+
+/* Marks c cancelled and takes a reference for the caller (s->mu held). The caller then runs
+ * mcp__call_cancelled() with no lock held, which runs the hook, ends what only the engine can
+ * end (a listen stream, a wait for legacy input) and drops the reference. */
+void mcp__call_mark_cancelled(struct mcp_call *c);
+void mcp__call_cancelled(struct mcp_call *c);
+
+/* Sends a message about c that is not its answer (progress, a log, an input request, a listen
+ * acknowledgement), unless c is cancelled or answered. No lock held. */
+void mcp__call_send(struct mcp_call *c, const char *line, size_t len, enum mcp_route_kind kind);
+
+/* c was cancelled while it waited for a legacy client's input: forgets the requests and ends
+ * the call (its answer is dropped). No lock held. */
+void mcp__call_abandon_inputs(struct mcp_call *c);
+
+/* A legacy client answered one of our input requests (s->mu not held). Takes ownership of
+ * result (or error, one of them NULL). */
+void mcp__input_answered(struct mcp_session *s, const char *id, cJSON *result, cJSON *error);
+
+struct modern_meta;
+
+/* ---- the methods (mcp_lists.c) ---- */
+
+/* Starts the request msg for method (validated id, not in flight): every method the engine
+ * answers or hands to a handler, for both eras (modern: the request's checked _meta, or NULL for
+ * a legacy request). nul_escape: the text held a \u0000 escape. Takes ownership of msg and
+ * id_text. */
+void mcp__start_request(struct mcp_session *s, struct batch *batch, void *origin, cJSON *msg,
+                        char *id_text, size_t id_len, const char *method,
+                        const struct modern_meta *modern, bool nul_escape);
+
+/* ---- the 2026-07-28 revision (mcp_modern.c) ---- */
+
+/* The modern request's _meta facts. */
+struct modern_meta {
+    const char *version; /* one the server speaks (static storage) */
+    const cJSON *caps;   /* clientCapabilities (an object) */
+    const cJSON *client_info;
+    int log_level; /* -1: none */
+};
+
+/* Checks a modern request's _meta. Returns 0 with *m filled, or answers the request with the
+ * error it deserves (-32602 missing/invalid _meta, -32022 unsupported version) and returns -1. */
+int mcp__modern_check(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
+                      const cJSON *params, struct modern_meta *m);
+
+/* Adds what a modern result carries (resultType "complete", the serverInfo _meta, ttlMs and
+ * cacheScope when cacheable) unless it has them. */
+int mcp__modern_decorate(struct mcp_server *srv, cJSON *result, bool cacheable);
+
+/* Answers server/discover. */
+void mcp__modern_discover(struct mcp_call *c);
+
+/* subscriptions/listen: registers the stream and acknowledges it. */
+void mcp__modern_listen(struct mcp_call *c);
+
+/* Removes the listen stream of call c (s->mu held), if c is one. */
+void mcp__listen_forget(struct mcp_session *s, struct mcp_call *c);
+
+/* requestState with a keyed tag (owned, or NULL), and back: 0 with *out the handler's own state
+ * (owned), -1 when the tag does not match (the client altered it). */
+char *mcp__state_seal(const char *state);
+int mcp__state_unseal(const char *sealed, char **out);
+
+/* The supported versions, newest first, for -32022's data.supported. Owned array. */
+cJSON *mcp__supported_versions(void);
+
+/* Log level names (enum mcp_log_level order) and parsing: -1 for an unknown name. */
+extern const char *const mcp__log_level_names[8];
+int mcp__parse_log_level(const char *s);
 
 #endif /* COMMON_MCP_INT_H */

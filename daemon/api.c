@@ -8,6 +8,7 @@
 #include "api.h"
 #include "api_resources.h"
 #include "api_bridge.h"
+#include "api_mcp.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -56,6 +57,8 @@ struct api {
     bool lib_ready;             /* mg_init_library was called */
     struct call_service *calls; /* borrowed: every tool call goes through it */
     struct connwatch *watch;    /* owned: cancels long calls whose client went away */
+    struct api_mcp *mcp;        /* owned: /mcp, /sse, /message, /ws */
+    int threads;                /* civetweb workers */
 };
 
 /* ---- responses ---- */
@@ -208,6 +211,20 @@ static int put_calls_status(struct api *a, struct jsonbuf *b)
     return rc;
 }
 
+/* ,"mcp":{...}: the MCP endpoints' sessions and streams. */
+static int put_mcp_status(struct api *a, struct jsonbuf *b)
+{
+    cJSON *j = a->mcp ? api_mcp_status_json(a->mcp) : NULL;
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    int rc;
+
+    cJSON_Delete(j);
+    rc = jsonbuf_puts(b, ",\"mcp\":", NULL);
+    rc |= jsonbuf_puts(b, text ? text : "null", NULL);
+    free(text);
+    return rc;
+}
+
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
@@ -229,6 +246,7 @@ static int handle_health(struct api *a, struct mg_connection *conn)
     rc |= jsonbuf_put(&b, ",\"studio\":", 10, NULL);
     rc |= put_studio_status(a, &b);
     rc |= put_calls_status(a, &b);
+    rc |= put_mcp_status(a, &b);
     rc |= jsonbuf_put(&b, "}", 1, NULL);
     if (rc)
         n = send_error(conn, 503, "out of memory");
@@ -507,8 +525,9 @@ static int handle_tool(struct api *a, struct mg_connection *conn, const char *na
 
 static const char endpoints[] =
     "the endpoints are POST /tool/<name>, GET /tools, GET /health, GET /resources, "
-    "GET /resource?uri=..., GET /prompts, POST /prompt/<name>, and the Studio plugin's GET /poll, "
-    "POST /result, POST /console and POST /disconnect";
+    "GET /resource?uri=..., GET /prompts, POST /prompt/<name>, MCP on /mcp, /sse (with POST "
+    "/message) and /ws, and the Studio plugin's GET /poll, POST /result, POST /console and "
+    "POST /disconnect";
 
 static int route(struct api *a, struct mg_connection *conn, const char *method, const char *path)
 {
@@ -538,6 +557,8 @@ static int route(struct api *a, struct mg_connection *conn, const char *method, 
         return api_resources_handle(a->tools, conn, method, path);
     if (api_bridge_is_path(path))
         return api_bridge_handle(a->tools, conn, method, path);
+    if (a->mcp && api_mcp_is_path(a->mcp, path))
+        return api_mcp_handle(a->mcp, conn);
     snprintf(msg, sizeof(msg), "no such endpoint: %.200s; %s", path, endpoints);
     return send_error(conn, 404, msg);
 }
@@ -563,6 +584,8 @@ static int on_request(struct mg_connection *conn)
     if (!path)
         return send_error(conn, 404, "no such endpoint");
     log_trace("api: %s %s", ri->request_method, path);
+    if (a->mcp && api_mcp_is_ws_path(a->mcp, path))
+        return 0; /* the checks passed: civetweb's WebSocket handler takes the upgrade */
     return route(a, conn, ri->request_method, path);
 }
 
@@ -576,23 +599,29 @@ static int on_log(const struct mg_connection *conn, const char *message)
 /* ---- start and stop ---- */
 
 /* Debian's civetweb is built with USE_STACK_SIZE=102400: every worker thread gets a 100 KiB
- * stack, and civetweb offers no option to change it. Our handlers walk directory trees up to
- * 256 levels deep and run regexec, which does not fit in 100 KiB (a deep search crashed the
- * daemon). civetweb sets the size through pthread_attr_setstacksize, so this definition in our
- * program, which the dynamic linker prefers for libcivetweb's calls, raises any smaller request
- * to API_STACK_MIN. Only touched stack pages cost memory, so the peak RSS barely changes. */
+ * stack, and civetweb offers no option to change it (1.15's configuration has no stack
+ * setting; the size is a compile-time constant handed to pthread_attr_setstacksize). Our
+ * handlers walk directory trees up to 256 levels deep and run regexec, which does not fit in
+ * 100 KiB (a deep search crashed the daemon). So this definition in our program, which the
+ * dynamic linker prefers for libcivetweb's calls, raises any smaller request to API_STACK_MIN.
+ * Only touched stack pages cost memory: 33 such stacks hold about 1 MiB of RSS in all
+ * (daemon_server.test.mjs checks that the workers get them and that they stay cheap). */
 #define API_STACK_MIN (1u << 20)
+
+static int (*real_setstacksize)(pthread_attr_t *, size_t);
+static pthread_once_t setstacksize_once = PTHREAD_ONCE_INIT;
+
+static void find_setstacksize(void)
+{
+    *(void **)&real_setstacksize = dlsym(RTLD_NEXT, "pthread_attr_setstacksize");
+}
 
 int pthread_attr_setstacksize(pthread_attr_t *attr, size_t size)
 {
-    static int (*real)(pthread_attr_t *, size_t);
-
-    if (!real) {
-        *(void **)&real = dlsym(RTLD_NEXT, "pthread_attr_setstacksize");
-        if (!real)
-            return ENOSYS;
-    }
-    return real(attr, size < API_STACK_MIN ? API_STACK_MIN : size);
+    pthread_once(&setstacksize_once, find_setstacksize);
+    if (!real_setstacksize)
+        return ENOSYS;
+    return real_setstacksize(attr, size < API_STACK_MIN ? API_STACK_MIN : size);
 }
 
 static void port_in_use(int port, struct errinfo *err)
@@ -656,6 +685,11 @@ static int probe_port(const char *bind_addr, int port, struct errinfo *err)
     return rc;
 }
 
+bool api_have_ipv6(void)
+{
+    return mg_check_feature(MG_FEATURES_IPV6) != 0;
+}
+
 static int build_tools_json(struct api *a, struct errinfo *err)
 {
     struct jsonbuf b;
@@ -697,7 +731,7 @@ static int start_civetweb(struct api *a, int port, struct errinfo *err)
     struct mg_init_data init = {.callbacks = &cb, .user_data = a, .configuration_options = options};
 
     snprintf(listen, sizeof(listen), strchr(a->bind, ':') ? "[%s]:%d" : "%s:%d", a->bind, port);
-    snprintf(threads, sizeof(threads), "%d", API_THREADS);
+    snprintf(threads, sizeof(threads), "%d", a->threads);
     snprintf(keepalive, sizeof(keepalive), "%d", API_KEEPALIVE_MS);
     memset(&cb, 0, sizeof(cb));
     cb.begin_request = on_request;
@@ -761,6 +795,14 @@ static void stop_civetweb(struct api *a)
         pthread_join(tid, NULL);
 }
 
+/* A WebSocket upgrade went through on_request's checks already; this is the second look. */
+static bool ws_origin_ok(void *ctx, const char *origin)
+{
+    struct api *a = ctx;
+
+    return api_origin_ok(origin, atomic_load(&a->port), a->bind);
+}
+
 struct api *api_start(const struct api_options *opt, struct errinfo *err)
 {
     struct api *a = calloc(1, sizeof(*a));
@@ -783,16 +825,30 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
         errinfo_set(err, ERR_NOMEM, "out of memory");
         goto fail;
     }
+    a->threads = opt->threads > 0 ? opt->threads : API_THREADS;
     a->watch = connwatch_new(err);
     if (!a->watch)
         goto fail;
+    {
+        struct api_mcp_options mopt = {.tools = opt->tools,
+                                       .calls = opt->calls,
+                                       .watch = a->watch,
+                                       .catalog = a->cat,
+                                       .sessions_max = opt->mcp_sessions,
+                                       .session_idle_s = opt->mcp_session_idle_s};
+
+        a->mcp = api_mcp_new(&mopt, err);
+        if (!a->mcp)
+            goto fail;
+    }
     if (build_tools_json(a, err) < 0)
         goto fail;
     if (opt->port != 0 && probe_port(a->bind, opt->port, err) < 0)
         goto fail;
-    mg_init_library(0);
+    mg_init_library(MG_FEATURES_WEBSOCKET);
     a->lib_ready = true;
-    if (start_civetweb(a, opt->port, err) < 0)
+    if (start_civetweb(a, opt->port, err) < 0 ||
+        api_mcp_attach_ws(a->mcp, a->mg, ws_origin_ok, a, err) < 0)
         goto fail;
     return a;
 fail:
@@ -809,10 +865,12 @@ void api_stop(struct api *a)
 {
     if (!a)
         return;
+    api_mcp_shutdown(a->mcp); /* open streams end now, so the workers can stop */
     if (a->mg)
         stop_civetweb(a);
     if (a->lib_ready)
         mg_exit_library();
+    api_mcp_free(a->mcp);
     connwatch_free(a->watch);
     if (a->token)
         memset(a->token, 0, strlen(a->token));

@@ -23,8 +23,10 @@ struct tools_ctx;
 struct call_service;
 
 #define API_BODY_MAX     (32u << 20) /* request body limit: 32 MiB */
-#define API_THREADS      32          /* civetweb workers; a keep-alive connection keeps one */
-#define API_KEEPALIVE_MS 2000        /* idle keep-alive connections are closed after this */
+#define API_THREADS      320  /* civetweb workers; a keep-alive connection or stream keeps one */
+#define API_KEEPALIVE_MS 2000 /* idle keep-alive connections are closed after this */
+
+struct catalog;
 
 struct api_options {
     const char *bind;              /* numeric address to listen on; copied */
@@ -35,8 +37,11 @@ struct api_options {
     bool allow_network;            /* shown in /health */
     const struct tools_ctx *tools; /* the daemon's services; borrowed, must outlive the api */
     struct call_service *calls;    /* the call service every tool call goes through; borrowed */
-    const struct catalog *catalog; /* served and validated against; NULL = the compiled-in one;
-                                      borrowed, must outlive the api */
+    int threads;                   /* civetweb workers (0: API_THREADS); a stream holds one */
+    int mcp_sessions;              /* MCP sessions at once (0: the library's default) */
+    int mcp_session_idle_s;        /* an unused /mcp session expires (0: the default) */
+    const struct catalog *catalog; /* the tools served (--tools); borrowed, must outlive the
+                                      api; NULL for the whole built-in catalog */
 };
 
 struct api; /* opaque */
@@ -75,6 +80,14 @@ int api_status_for(enum errinfo_kind kind);
 /* True when a Host header value is acceptable for a server on port (see the top comment).
  * bind is the bound address (a non-loopback one is allowed too; a wildcard allows any host). */
 bool api_host_ok(const char *host, int port, const char *bind);
+
+/* Checks that the HTTP server can listen on bind (a numeric address, as config checked):
+ * an IPv6 address needs a civetweb built with IPv6 (have_ipv6; Debian's has none). Returns 0,
+ * or -1 with err (ERR_INVALID) saying what to bind to instead. */
+int api_check_bind(const char *bind, bool have_ipv6, struct errinfo *err);
+
+/* True when the civetweb runboxd is linked with can listen on IPv6. */
+bool api_have_ipv6(void);
 
 /* True for the wildcard addresses 0.0.0.0 and ::. */
 bool api_is_wildcard(const char *bind);

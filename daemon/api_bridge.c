@@ -79,10 +79,12 @@ static int read_body(struct mg_connection *conn, size_t max, struct body *bd)
         if (n <= 0)
             break;
         if (!bd->over && bd->len + (size_t)n > max) {
+            char *kept = bd->data; /* owned; scanned, then freed */
+
             bd->over = true;
-            bridge_idscan_feed(&bd->scan, bd->data ? bd->data : "", bd->data ? bd->len : 0);
-            free(bd->data);
             bd->data = NULL;
+            bridge_idscan_feed(&bd->scan, kept ? kept : "", kept ? bd->len : 0);
+            free(kept);
         }
         if (bd->over) {
             bridge_idscan_feed(&bd->scan, chunk, (size_t)n);
@@ -94,8 +96,11 @@ static int read_body(struct mg_connection *conn, size_t max, struct body *bd)
                 while (ncap < bd->len + (size_t)n + 1)
                     ncap *= 2;
                 p = realloc(bd->data, ncap);
-                if (!p)
+                if (!p) {
+                    free(bd->data);
+                    bd->data = NULL;
                     return -1;
+                }
                 bd->data = p;
                 cap = ncap;
             }
@@ -173,7 +178,7 @@ static int handle_poll(const struct tools_ctx *ctx, struct mg_connection *conn)
     const char *qs = mg_get_request_info(conn)->query_string;
     size_t qlen = qs ? strlen(qs) : 0;
     char id[BRIDGE_ID_MAX] = "default", role[16] = "edit", place[BRIDGE_TEXT_MAX] = "",
-         name[BRIDGE_TEXT_MAX] = "";
+         name[BRIDGE_TEXT_MAX] = "", parent[BRIDGE_ID_MAX] = "";
     struct bridge_instance_info inst;
     struct bridge_command cmd;
     struct errinfo err = {0};
@@ -187,8 +192,12 @@ static int handle_poll(const struct tools_ctx *ctx, struct mg_connection *conn)
     if (qs) {
         (void)mg_get_var(qs, qlen, "place", place, sizeof(place));
         (void)mg_get_var(qs, qlen, "name", name, sizeof(name));
+        /* A parent that is not an id (too long, odd bytes) is dropped, not refused. */
+        if (mg_get_var(qs, qlen, "parent", parent, sizeof(parent)) < 0)
+            parent[0] = '\0';
     }
-    inst = (struct bridge_instance_info){.id = id, .place = place, .name = name};
+    inst = (struct bridge_instance_info){
+        .id = id, .place = place, .name = name, .parent = parent[0] ? parent : NULL};
     r = bridge_parse_role(role);
     if (r < 0)
         return reply_error(conn, 400, "role must be edit, server or client", false);
@@ -283,6 +292,39 @@ static int refuse_result(const struct tools_ctx *ctx, struct mg_connection *conn
     return reply_error(conn, 413, msg, !bd->drained);
 }
 
+/* A result that could not be parsed (msg says why). One nested past cJSON's limit is valid JSON
+ * we cannot read: when its command's id is found, that command fails now with the reason
+ * instead of waiting for its deadline (the plugin does not resend after a 400). Other invalid
+ * JSON fails nobody's command. Answers 400. */
+static int refuse_unparsed(const struct tools_ctx *ctx, struct mg_connection *conn,
+                           const struct body *bd, const char *msg)
+{
+    struct bridge_idscan sc;
+    char why[300];
+
+    bridge_idscan_init(&sc);
+    bridge_idscan_feed(&sc, bd->data, bd->len);
+    if (sc.max_depth <= CJSON_NESTING_LIMIT) {
+        log_info("bridge: POST /result: %s", msg);
+        return reply_error(conn, 400, msg, false);
+    }
+    snprintf(why, sizeof(why),
+             "Studio's answer is nested %d levels deep, past the limit of %d; nothing of it was "
+             "kept. Ask for less depth and retry",
+             sc.max_depth, CJSON_NESTING_LIMIT);
+    if (sc.found) {
+        enum bridge_result_status st =
+            bridge_result(ctx->bridge, sc.id, false, why, strlen(why), false);
+
+        log_warn("bridge: result for %s refused: nested %d levels deep%s", sc.id, sc.max_depth,
+                 st == BRIDGE_RESULT_ACCEPTED ? "; the call failed" : "");
+    } else {
+        log_warn("bridge: result nested %d levels deep refused; no command id found in it",
+                 sc.max_depth);
+    }
+    return reply_error(conn, 400, why, false);
+}
+
 static int handle_result(const struct tools_ctx *ctx, struct mg_connection *conn)
 {
     struct body bd;
@@ -300,11 +342,12 @@ static int handle_result(const struct tools_ctx *ctx, struct mg_connection *conn
     if (bd.over)
         return refuse_result(ctx, conn, &bd);
     o = parse_object(bd.data, bd.len, msg, sizeof(msg));
-    free(bd.data);
     if (!o) {
-        log_info("bridge: POST /result: %s", msg);
-        return reply_error(conn, 400, msg, false);
+        status = refuse_unparsed(ctx, conn, &bd, msg);
+        free(bd.data);
+        return status;
     }
+    free(bd.data);
     idj = cJSON_GetObjectItemCaseSensitive(o, "id");
     if (!cJSON_IsString(idj) || !bridge_id_ok(idj->valuestring)) {
         cJSON_Delete(o);

@@ -3,6 +3,8 @@
  * directly. (Response bodies are built with common/jsonbuf.h.) */
 #include "api.h"
 
+#include "runbox/mcp_http.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,75 +32,32 @@ int api_status_for(enum errinfo_kind kind)
 
 /* ---- the checks (pure) ---- */
 
+int api_check_bind(const char *bind, bool have_ipv6, struct errinfo *err)
+{
+    if (!strchr(bind, ':') || have_ipv6)
+        return 0;
+    errinfo_set(err, ERR_INVALID,
+                "--bind %s: this runboxd's HTTP server (civetweb, as Debian 12 builds it) has no "
+                "IPv6; bind to an IPv4 address such as 127.0.0.1",
+                bind);
+    return -1;
+}
+
 bool api_is_wildcard(const char *bind)
 {
     return strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "::") == 0;
 }
 
-/* True when name (host part of Host, brackets kept for IPv6) is one of our names. */
-static bool host_name_ok(const char *name, size_t len, const char *bind)
-{
-    static const char *const loop[] = {"127.0.0.1", "localhost", "[::1]"};
-    size_t blen = strlen(bind);
-
-    for (size_t i = 0; i < sizeof(loop) / sizeof(loop[0]); i++)
-        if (strlen(loop[i]) == len && strncasecmp(name, loop[i], len) == 0)
-            return true;
-    if (strchr(bind, ':')) /* IPv6: Host carries it in brackets */
-        return len == blen + 2 && name[0] == '[' && strncasecmp(name + 1, bind, blen) == 0;
-    return len == blen && strncmp(name, bind, len) == 0;
-}
-
+/* The library's checks (common/mcp_http_checks.c) are the daemon's too: one rule for /tool and
+ * for the MCP endpoints. */
 bool api_host_ok(const char *host, int port, const char *bind)
 {
-    const char *colon;
-    size_t nlen;
-    char *end = NULL;
-    long p;
-
-    if (!host || !host[0])
-        return false;
-    if (api_is_wildcard(bind))
-        return true; /* reachable under any name; the mandatory token protects it */
-    if (host[0] == '[') {
-        const char *close = strchr(host, ']');
-
-        if (!close)
-            return false;
-        nlen = (size_t)(close - host) + 1;
-        colon = close[1] == ':' ? close + 1 : NULL;
-        if (!colon && close[1])
-            return false;
-    } else {
-        colon = strchr(host, ':');
-        nlen = colon ? (size_t)(colon - host) : strlen(host);
-    }
-    if (!host_name_ok(host, nlen, bind))
-        return false;
-    if (!colon)
-        return true;
-    errno = 0;
-    p = strtol(colon + 1, &end, 10);
-    return colon[1] && !errno && !*end && p == port;
+    return mcp_http_host_ok(host, port, bind);
 }
 
 bool api_origin_ok(const char *origin, int port, const char *bind)
 {
-    char want[128];
-
-    if (!origin)
-        return true;
-    if (strncasecmp(origin, "http://", 7) != 0)
-        return false;
-    /* The same rule as Host, for the part after "http://" - but the port is mandatory:
-     * a browser always sends it for a non-default port. */
-    snprintf(want, sizeof(want), ":%d", port);
-    if (strlen(origin) < 7 + strlen(want) ||
-        strcmp(origin + strlen(origin) - strlen(want), want) != 0)
-        return false;
-    if (api_is_wildcard(bind))
-        return false; /* no page on any host should be calling us */
-    return api_host_ok(origin + 7, port, bind);
+    return mcp_http_origin_ok(origin, port, bind);
 }
 
 bool api_content_type_ok(const char *ctype)

@@ -16,6 +16,7 @@
  * Instances are pruned lazily: every operation first drops the instances that have not started
  * a poll within stale_ms and fails the commands addressed to them. */
 #include "bridge.h"
+#include "bridge_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -48,6 +49,7 @@ struct cmd {
     enum cmd_state state;
     int64_t deadline_ms; /* bridge clock */
     int64_t budget_ms;   /* deadline_ms - the time it was queued */
+    size_t ahead;        /* commands for the same instance queued or running when it came */
     pthread_cond_t cond;
     struct bridge_reply reply; /* written by whoever moves the state to DONE */
 };
@@ -57,8 +59,11 @@ struct instance {
     enum bridge_role role;
     char place[BRIDGE_TEXT_MAX];
     char name[BRIDGE_TEXT_MAX];
-    int64_t last_poll_ms; /* when it last started a poll */
-    uint64_t order;       /* registration order: the oldest edit instance becomes active */
+    char parent[BRIDGE_ID_MAX]; /* a test server's edit instance, or "" */
+    int64_t last_poll_ms;       /* when it last started a poll */
+    int64_t last_end_ms;        /* when its last poll ended */
+    int waiting;                /* its polls waiting now */
+    uint64_t order;             /* registration order: the oldest edit instance becomes active */
 };
 
 struct bridge {
@@ -84,6 +89,7 @@ struct bridge {
     size_t queue_max;
     int64_t (*clock_ms)(void *arg);
     void *clock_arg;
+    struct bridge_ops *ops; /* operation_id answers (own lock; never used under mu) */
 };
 
 /* ---- time ---- */
@@ -165,6 +171,14 @@ struct bridge *bridge_new(const struct bridge_options *opt, struct errinfo *err)
         errinfo_set(err, ERR_INTERNAL, "cannot create the Studio bridge's condition variable");
         return NULL;
     }
+    b->ops = bridge_ops__new();
+    if (!b->ops) {
+        pthread_cond_destroy(&b->poll_cond);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        errinfo_set(err, ERR_NOMEM, "out of memory for the Studio bridge");
+        return NULL;
+    }
     return b;
 }
 
@@ -173,6 +187,7 @@ void bridge_free(struct bridge *b)
     if (!b)
         return;
     /* Every command belongs to a running bridge_call, and none may run now. */
+    bridge_ops__free(b->ops);
     pthread_cond_destroy(&b->poll_cond);
     pthread_mutex_destroy(&b->mu);
     free(b);
@@ -358,9 +373,36 @@ static struct instance *touch_instance(struct bridge *b, const struct bridge_ins
     in->role = inst->role;
     copy_text(in->place, inst->place);
     copy_text(in->name, inst->name);
+    snprintf(in->parent, sizeof(in->parent), "%s",
+             inst->parent && bridge_id_ok(inst->parent) ? inst->parent : "");
     in->last_poll_ms = now;
     fix_active(b);
     return in;
+}
+
+/* Removes the edit instances that a newly polling edit instance `in` replaces: same place and
+ * name, no poll waiting, last poll ended BRIDGE_REPLACE_MS ago (mu held). Returns how many. */
+static int replace_old_selves(struct bridge *b, const struct instance *in, int64_t now)
+{
+    char id[BRIDGE_ID_MAX];
+    int n = 0;
+
+    if (in->role != BRIDGE_ROLE_EDIT)
+        return 0;
+    memcpy(id, in->id, sizeof(id));
+    for (size_t i = 0; i < b->ninst;) {
+        const struct instance *o = &b->inst[i];
+
+        if (strcmp(o->id, id) != 0 && o->role == BRIDGE_ROLE_EDIT && o->waiting == 0 &&
+            now - o->last_end_ms >= BRIDGE_REPLACE_MS && strcmp(o->place, in->place) == 0 &&
+            strcmp(o->name, in->name) == 0) {
+            remove_instance(b, i, "was replaced by a new plugin instance of the same place");
+            n++;
+        } else {
+            i++;
+        }
+    }
+    return n;
 }
 
 /* The first queued command addressed to inst, or NULL (mu held). */
@@ -405,7 +447,8 @@ int bridge_poll(struct bridge *b, const struct bridge_instance_info *inst,
 {
     int64_t now, until;
     bool is_new, timed_out = false;
-    int got = 0;
+    struct instance *me;
+    int got = 0, replaced;
 
     memset(out, 0, sizeof(*out));
     if (!bridge_id_ok(inst->id)) {
@@ -423,13 +466,18 @@ int bridge_poll(struct bridge *b, const struct bridge_instance_info *inst,
         pthread_mutex_unlock(&b->mu);
         return 0;
     }
-    if (!touch_instance(b, inst, now, &is_new)) {
+    me = touch_instance(b, inst, now, &is_new);
+    if (!me) {
         pthread_mutex_unlock(&b->mu);
         errinfo_set(err, ERR_TOO_LARGE,
                     "too many Studio instances are connected (%d); close or disconnect one",
                     BRIDGE_INSTANCES_MAX);
         return -1;
     }
+    replaced = replace_old_selves(b, me, now);
+    me = find_instance(b, inst->id); /* removal moves entries */
+    if (me)
+        me->waiting++;
     until = now + b->poll_window_ms;
     for (;;) {
         struct cmd *c;
@@ -447,7 +495,15 @@ int bridge_poll(struct bridge *b, const struct bridge_instance_info *inst,
             break;
         timed_out = wait_until(b, &b->poll_cond, until);
     }
+    me = find_instance(b, inst->id);
+    if (me) {
+        me->waiting--;
+        me->last_end_ms = now_ms(b);
+    }
     pthread_mutex_unlock(&b->mu);
+    if (replaced)
+        log_info("bridge: Studio instance %s replaced %d idle instance(s) of the same place",
+                 inst->id, replaced);
     if (is_new)
         log_info("bridge: Studio instance %s (%s, place %s) connected", inst->id,
                  bridge_role_name(inst->role), inst->place ? inst->place : "?");
@@ -507,16 +563,30 @@ enum bridge_result_status bridge_result(struct bridge *b, const char *id, bool o
 
 /* ---- calls ---- */
 
-/* The instance a new command for tool goes to (mu held), or NULL. */
+/* The instance a new command for tool goes to (mu held), or NULL: for play-mode tools the
+ * test server of the active window (its parent), else a server of the same place that names
+ * no parent (a test the user started); the active edit instance otherwise. */
 static const struct instance *pick_target(struct bridge *b, const char *tool)
 {
     const struct instance *edit = b->active[0] ? find_instance(b, b->active) : NULL;
 
     if (bridge_tool_roles(tool) & BRIDGE_TO_SERVER) {
-        for (size_t i = 0; i < b->ninst; i++)
-            if (b->inst[i].role == BRIDGE_ROLE_SERVER &&
-                (!edit || strcmp(b->inst[i].place, edit->place) == 0))
-                return &b->inst[i];
+        const struct instance *same_place = NULL;
+
+        for (size_t i = 0; i < b->ninst; i++) {
+            const struct instance *in = &b->inst[i];
+
+            if (in->role != BRIDGE_ROLE_SERVER)
+                continue;
+            if (in->parent[0]) {
+                if (!edit || strcmp(in->parent, edit->id) == 0)
+                    return in;
+            } else if (!same_place && (!edit || strcmp(in->place, edit->place) == 0)) {
+                same_place = in;
+            }
+        }
+        if (same_place)
+            return same_place;
     }
     return edit;
 }
@@ -572,6 +642,10 @@ static int enqueue(struct bridge *b, struct cmd *c, const cJSON *args)
         return -1;
     }
     memcpy(c->target, t->id, sizeof(c->target));
+    c->ahead = 0;
+    for (const struct cmd *o = b->head; o; o = o->next)
+        if (o->state != CMD_DONE && strcmp(o->target, t->id) == 0)
+            c->ahead++;
     c->budget_ms = bridge_deadline_for(c->tool, args, b->deadline_ms);
     c->deadline_ms = now + c->budget_ms;
     c->next = NULL;
@@ -615,34 +689,80 @@ static void wait_done(struct bridge *b, struct cmd *c)
     }
 }
 
-int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON *args,
-                struct bridge_reply *out)
+/* Sends c and waits for it (the lock is taken here). */
+static void run_cmd(struct bridge *b, struct cmd *c, const cJSON *args)
 {
-    struct cmd *c = NULL;
-    int64_t t0;
-
-    memset(out, 0, sizeof(*out));
-    out->kind = ERR_NOMEM;
-    c = new_cmd(id, tool, args);
-    if (!c)
-        goto nomem;
     pthread_mutex_lock(&b->mu);
-    t0 = now_ms(b);
     if (enqueue(b, c, args) == 0) {
         wait_done(b, c);
         unlink_cmd(b, c);
         remember_finished(b, c->id);
     }
     pthread_mutex_unlock(&b->mu);
+}
+
+/* The call's operation_id, or NULL. */
+static const char *operation_of(const cJSON *args)
+{
+    const cJSON *op = args ? cJSON_GetObjectItemCaseSensitive(args, "operation_id") : NULL;
+
+    return cJSON_IsString(op) && op->valuestring[0] ? op->valuestring : NULL;
+}
+
+int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON *args,
+                struct bridge_reply *out)
+{
+    const char *op = operation_of(args);
+    cJSON *sent = NULL; /* args without operation_id */
+    struct cmd *c = NULL;
+    size_t ahead;
+    int64_t t0 = now_ms(b);
+
+    memset(out, 0, sizeof(*out));
+    out->kind = ERR_NOMEM;
+    if (op) {
+        enum bridge_op_claim cl = bridge_ops__claim(b->ops, tool, op, b->deadline_ms, out);
+
+        if (cl != BRIDGE_OP_RUN) {
+            if (cl == BRIDGE_OP_REPLAY)
+                (void)bridge__add_member(out, "replayed", "true");
+            log_debug("bridge: call %s %s: operation_id %s %s", id, tool, op,
+                      cl == BRIDGE_OP_REPLAY ? "answered again" : "still running");
+            if (!out->data)
+                goto nomem;
+            return out->ok ? 0 : -1;
+        }
+        sent = cJSON_Duplicate(args, true);
+        if (sent)
+            cJSON_DeleteItemFromObjectCaseSensitive(sent, "operation_id");
+    }
+    c = (!op || sent) ? new_cmd(id, tool, sent ? sent : args) : NULL;
+    if (!c)
+        goto nomem;
+    run_cmd(b, c, args);
     *out = c->reply;
+    ahead = c->ahead;
     memset(&c->reply, 0, sizeof(c->reply));
     free_cmd(c);
+    cJSON_Delete(sent);
+    sent = NULL;
+    if (op) /* kept when the plugin answered: ok, or its own failure */
+        bridge_ops__finish(b->ops, tool, op, out, out->ok || out->kind == ERR_INVALID);
     if (!out->data)
         goto nomem;
+    if (ahead > 0) {
+        char n[24];
+
+        snprintf(n, sizeof(n), "%zu", ahead);
+        (void)bridge__add_member(out, "queue_ahead", n);
+    }
     log_debug("bridge: call %s %s %s after %" PRId64 " ms", id, tool, out->ok ? "ok" : "failed",
               now_ms(b) - t0);
     return out->ok ? 0 : -1;
 nomem:
+    if (op && !c)
+        bridge_ops__finish(b->ops, tool, op, out, false);
+    cJSON_Delete(sent);
     bridge_reply_cleanup(out);
     out->kind = ERR_NOMEM;
     out->data = NULL;
@@ -753,6 +873,7 @@ static cJSON *instance_json(const struct instance *in, int64_t now, bool active)
         !cJSON_AddStringToObject(o, "role", bridge_role_name(in->role)) ||
         !cJSON_AddStringToObject(o, "place", in->place) ||
         !cJSON_AddStringToObject(o, "name", in->name) ||
+        (in->parent[0] && !cJSON_AddStringToObject(o, "parent", in->parent)) ||
         !cJSON_AddNumberToObject(o, "last_poll_ms_ago", (double)(now - in->last_poll_ms)) ||
         !cJSON_AddBoolToObject(o, "active", active)) {
         cJSON_Delete(o);

@@ -9,10 +9,18 @@
  * ids are reported to the caller, who logs and ignores them.
  *
  * Routing: every command goes to the ACTIVE edit instance (the first edit instance to connect,
- * or the one chosen with bridge_set_active). The play-mode tools (bridge_tool_roles) go to a
- * play-mode server instance of the same place when one is connected (a play test is running),
- * else to the active edit instance. Client instances are registered and listed but receive
- * nothing.
+ * or the one chosen with bridge_set_active). The play-mode tools (bridge_tool_roles) go to the
+ * play-mode server instance of the active window's test when one is connected: the server whose
+ * parent (sent by the plugin for tests Runbox started) is the active edit instance, else one of
+ * the same place that names no parent (a test the user started); otherwise to the active edit
+ * instance. Unpublished places share a place id, so the parent keeps one window's commands out
+ * of another's test. Client instances are registered and listed but receive nothing.
+ *
+ * Replacement: a reloaded plugin cannot be relied on to say goodbye (plugin.Unloading may not
+ * get its /disconnect out). When an edit instance polls, another edit instance of the same
+ * place and name that has no poll waiting and has not polled for BRIDGE_REPLACE_MS is taken as
+ * the reloaded copy's old self and removed at once (its commands fail as disconnected), instead
+ * of after stale_ms. A live window always has a poll waiting or starts the next one at once.
  *
  * Liveness: an instance is connected while it started a poll within the last stale_ms (20 s;
  * the poll window is 15 s, so a plugin that polls in a loop renews well before). A plugin must
@@ -35,12 +43,15 @@
 #define BRIDGE_POLL_WINDOW_MS 15000       /* a poll is held at most this long */
 #define BRIDGE_STALE_MS       20000       /* no poll started for this long: the instance is gone */
 #define BRIDGE_DEADLINE_MS    110000      /* per command, below the proxy's 120 s */
-#define BRIDGE_PLAY_MARGIN_MS 15000       /* run_script_in_play_mode: its timeout + this */
+#define BRIDGE_PLAY_MARGIN_MS 30000       /* run_script_in_play_mode: its timeout + this */
 #define BRIDGE_QUEUE_MAX      64          /* commands queued or running at once */
 #define BRIDGE_INSTANCES_MAX  16          /* plugin instances known at once */
 #define BRIDGE_RESULT_MAX     (16u << 20) /* a POST /result body: 16 MiB */
 #define BRIDGE_ID_MAX         64          /* instance ids and command ids, bytes with the NUL */
 #define BRIDGE_TEXT_MAX       200         /* place and name, bytes kept (longer ones are cut) */
+#define BRIDGE_REPLACE_MS     3000        /* an edit instance idle this long yields to a new one */
+#define BRIDGE_OP_WINDOW_MS   600000      /* an operation_id's answer is replayed this long */
+#define BRIDGE_OPS_MAX        64          /* operation_ids remembered at once */
 
 enum bridge_role { BRIDGE_ROLE_EDIT, BRIDGE_ROLE_SERVER, BRIDGE_ROLE_CLIENT };
 
@@ -78,8 +89,9 @@ void bridge_wake(struct bridge *b);
 struct bridge_instance_info {
     const char *id; /* 1..BRIDGE_ID_MAX-1 bytes of [A-Za-z0-9_.:{}-]; borrowed */
     enum bridge_role role;
-    const char *place; /* place id as sent, or NULL; copied (cut to BRIDGE_TEXT_MAX) */
-    const char *name;  /* place name, or NULL; copied (cut) */
+    const char *place;  /* place id as sent, or NULL; copied (cut to BRIDGE_TEXT_MAX) */
+    const char *name;   /* place name, or NULL; copied (cut) */
+    const char *parent; /* a test server's edit instance id (from the plugin), or NULL; copied */
 };
 
 /* A command handed to a poll. Storage is the caller's; the strings are owned
@@ -125,7 +137,14 @@ struct bridge_reply {
 
 void bridge_reply_cleanup(struct bridge_reply *r); /* safe on a zeroed struct */
 
-/* Sends a command and waits for its result. id is the call id (copied; must pass
+/* Sends a command and waits for its result. Retry safety: when args has an "operation_id"
+ * (a string), a call of the same tool with the same id within BRIDGE_OP_WINDOW_MS gets a copy of
+ * the first call's answer (a JSON object answer gains "replayed": true) instead of being sent
+ * again; while the first still runs, the repeat waits for it (up to the deadline). Only answers
+ * the plugin gave are kept; a call that failed before or without one (not connected, timed
+ * out, cancelled) may be repeated. The plugin never sees operation_id. When other commands for
+ * the same Studio were queued or running ahead of it, a JSON object answer gains
+ * "queue_ahead": N. id is the call id (copied; must pass
  * bridge_id_ok), args the validated arguments object (borrowed; copied as JSON). Fills *out
  * (the result, or why the call failed: no Studio connected, with how to connect; the target
  * disconnected or stopped polling; the queue is full; the deadline passed; the plugin's own
@@ -176,14 +195,19 @@ bool bridge_id_ok(const char *id);
 char *bridge_json_sanitize(const char *in, size_t len, size_t *outlen);
 
 /* Finds the top-level "id" string of a JSON object fed in pieces, without keeping the text: for
- * a result body too large to keep. Storage is the caller's; zero it (or bridge_idscan_init)
- * before the first piece. */
+ * a result body too large to keep, or one too deeply nested to parse. The first "id" member of
+ * the first top-level value decides, as with cJSON_GetObjectItem on the parsed body: a later
+ * "id" member, or anything after that value closed, changes nothing. Storage is the caller's;
+ * zero it (or bridge_idscan_init) before the first piece. */
 struct bridge_idscan {
     int depth;       /* nesting depth (1 = inside the top-level object) */
+    int max_depth;   /* the deepest nesting seen so far */
     int state;       /* private */
     bool esc;        /* private: last char was a backslash inside a string */
     bool key_is_id;  /* private: the last key at depth 1 was "id" */
     bool expect_key; /* private: the next string at depth 1 is a key */
+    bool id_seen;    /* private: the first "id" member's value was read (valid or not) */
+    bool closed;     /* private: the first top-level value has ended */
     size_t klen;     /* private */
     char key[4];     /* private */
     char id[BRIDGE_ID_MAX];

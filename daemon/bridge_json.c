@@ -2,8 +2,10 @@
  * of play-mode tools, deadlines, role names, id checks, the sanitizer for Roblox's JSON and the
  * streaming id finder for result bodies too large to keep. No state, no locks, no I/O. */
 #include "bridge.h"
+#include "bridge_int.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <math.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -151,9 +153,12 @@ static void scan_string_char(struct bridge_idscan *s, char ch)
     } else if (ch == '"') {
         if (s->state == SCAN_KEY)
             s->key_is_id = s->klen == 2 && memcmp(s->key, "id", 2) == 0;
-        else if (s->state == SCAN_IDVAL && s->idlen < BRIDGE_ID_MAX && !s->found) {
-            s->id[s->idlen] = '\0';
-            s->found = bridge_id_ok(s->id);
+        else if (s->state == SCAN_IDVAL) {
+            s->id_seen = true;
+            if (s->idlen < BRIDGE_ID_MAX) {
+                s->id[s->idlen] = '\0';
+                s->found = bridge_id_ok(s->id);
+            }
         }
         s->state = SCAN_OUT;
         return;
@@ -175,10 +180,10 @@ static void scan_outside_char(struct bridge_idscan *s, char ch)
 {
     switch (ch) {
     case '"':
-        if (s->depth == 1 && s->expect_key) {
+        if (s->depth == 1 && s->expect_key && !s->closed) {
             s->state = SCAN_KEY;
             s->klen = 0;
-        } else if (s->depth == 1 && s->key_is_id) {
+        } else if (s->depth == 1 && s->key_is_id && !s->id_seen && !s->closed) {
             s->state = SCAN_IDVAL;
             s->idlen = 0;
         } else {
@@ -188,11 +193,15 @@ static void scan_outside_char(struct bridge_idscan *s, char ch)
     case '{':
     case '[':
         s->depth++;
+        if (s->depth > s->max_depth)
+            s->max_depth = s->depth;
         s->expect_key = s->depth == 1 && ch == '{';
         break;
     case '}':
     case ']':
         s->depth--;
+        if (s->depth <= 0)
+            s->closed = true; /* a trailing value is not the result */
         break;
     case ':':
         if (s->depth == 1)
@@ -217,4 +226,48 @@ void bridge_idscan_feed(struct bridge_idscan *s, const char *p, size_t n)
         else
             scan_string_char(s, p[i]);
     }
+}
+
+/* ---- answers ---- */
+
+static size_t skip_space(const char *s, size_t i, size_t len)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+        i++;
+    return i;
+}
+
+int bridge__add_member(struct bridge_reply *r, const char *name, const char *value_json)
+{
+    size_t open, rest, extra, n;
+    bool empty;
+    char *p;
+    int w;
+
+    if (!r->ok || !r->is_json || !r->data)
+        return 0;
+    open = skip_space(r->data, 0, r->len);
+    if (open == r->len || r->data[open] != '{')
+        return 0;
+    rest = skip_space(r->data, open + 1, r->len);
+    empty = rest < r->len && r->data[rest] == '}';
+    /* "name":value, -- the comma only when the object has members */
+    extra = strlen(name) + strlen(value_json) + 4;
+    p = malloc(r->len + extra + 1);
+    if (!p)
+        return -1;
+    memcpy(p, r->data, open + 1);
+    w = snprintf(p + open + 1, extra + 1, "\"%s\":%s%s", name, value_json, empty ? "" : ",");
+    if (w < 0 || (size_t)w > extra) {
+        free(p);
+        return -1;
+    }
+    n = open + 1 + (size_t)w;
+    memcpy(p + n, r->data + open + 1, r->len - open - 1);
+    n += r->len - open - 1;
+    p[n] = '\0';
+    free(r->data);
+    r->data = p;
+    r->len = n;
+    return 0;
 }

@@ -150,7 +150,14 @@ struct call *call_begin(struct call_service *svc, const char *name, const cJSON 
     int row;
 
     if (!tool) {
-        errinfo_set(err, ERR_NOT_FOUND, "unknown tool: %.128s; GET /tools lists the tools", name);
+        if (catalog_find(catalog_builtin(), name))
+            errinfo_set(err, ERR_NOT_FOUND,
+                        "tool %.128s is not served: runboxd runs with a --tools profile without "
+                        "it; GET /tools lists the tools it serves",
+                        name);
+        else
+            errinfo_set(err, ERR_NOT_FOUND, "unknown tool: %.128s; GET /tools lists the tools",
+                        name);
         return NULL;
     }
     if (!(flags & CALL_PREVALIDATED)) {

@@ -295,26 +295,20 @@ static void remove_stale(int dfd, const char *name)
         log_info("cgroup: removed %s, left by a runboxd that is gone", name);
 }
 
-/* True when name/daemon still holds a process. A pid is only a hint: a runboxd in another pid
- * namespace (pid 1 in a container, or a host pid seen from inside one) names its directory by a
- * pid that does not exist here, and killing its cgroup would SIGKILL a live daemon. */
-static bool daemon_leaf_populated(int dfd, const char *name)
+/* True when D/name/daemon, the leaf a daemon lives in, holds a process. The kernel counts
+ * every process there, whatever pid namespace it is in. */
+static bool leaf_populated(int dfd, const char *name)
 {
-    char path[300], buf[256];
-    int fd;
-    bool populated;
+    char path[CGROUP_PATH_MAX], buf[256];
 
-    snprintf(path, sizeof(path), "%s/daemon", name);
-    fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    if (snprintf(path, sizeof(path), "%s/daemon/cgroup.events", name) >= (int)sizeof(path))
         return false;
-    populated = read_at(fd, "cgroup.events", buf, sizeof(buf)) < 0 ||
-                cgroup_parse_key(buf, "populated") != 0;
-    close(fd);
-    return populated;
+    return read_at(dfd, path, buf, sizeof(buf)) == 0 && cgroup_parse_key(buf, "populated") != 0;
 }
 
-/* Every runboxd-<pid> in D whose daemon no longer runs. */
+/* Every runboxd-<pid> in D whose daemon no longer runs. A daemon in another pid namespace
+ * (a container that shares the host's cgroup tree) has a pid that means nothing here, or
+ * another process's: its daemon leaf still holds it, so that R is left alone. */
 static void sweep_stale(int dfd)
 {
     DIR *d = opendir_at(dfd, ".");
@@ -334,8 +328,8 @@ static void sweep_stale(int dfd)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
             continue; /* still running */
-        if (daemon_leaf_populated(dfd, e->d_name))
-            continue; /* a daemon of another pid namespace, whose pid means nothing here */
+        if (leaf_populated(dfd, e->d_name))
+            continue; /* still running, in a pid namespace we do not see */
         remove_stale(dfd, e->d_name);
     }
     closedir(d);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <stddef.h>
 
 #include <cjson/cJSON.h>
 
@@ -21,8 +22,41 @@
 #define TOKEN_FILE_MAX  4096
 
 static const char *const file_keys =
-    "port, bind, workspace, allow_network, network, cache_dir, checkpoint_dir, checkpoint_keep, "
-    "log_level, user, fsync, cgroup, token_file, exec_<limit>";
+    "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
+    "tools, http_threads, mcp_sessions, mcp_session_idle_s, network, cache_dir, "
+    "checkpoint_dir, checkpoint_keep, exec_<limit>";
+
+/* The numeric server settings: a flag and a file key each, with their range. */
+static const struct num_setting {
+    const char *key, *flag;
+    int min, max;
+    size_t off;
+} num_settings[] = {
+    {"http_threads", "--http-threads", 16, 8192, offsetof(struct config, http_threads)},
+    {"mcp_sessions", "--mcp-sessions", 1, 8192, offsetof(struct config, mcp_sessions)},
+    {"mcp_session_idle_s", "--mcp-session-idle-s", 10, 7 * 86400,
+     offsetof(struct config, mcp_session_idle_s)},
+};
+
+static const struct num_setting *find_num(const char *name, bool by_flag)
+{
+    for (size_t i = 0; i < sizeof(num_settings) / sizeof(num_settings[0]); i++)
+        if (strcmp(by_flag ? num_settings[i].flag : num_settings[i].key, name) == 0)
+            return &num_settings[i];
+    return NULL;
+}
+
+static int set_num(struct config *cfg, const struct num_setting *ns, const char *src, double d,
+                   struct errinfo *err)
+{
+    if (!(d >= ns->min && d <= ns->max) || d != (double)(long)d) {
+        errinfo_set(err, ERR_INVALID, "%s: expected a whole number %d-%d; got %g", src, ns->min,
+                    ns->max, d);
+        return -1;
+    }
+    *(int *)((char *)cfg + ns->off) = (int)d;
+    return 0;
+}
 
 static int set_str(char **dst, const char *value, struct errinfo *err)
 {
@@ -89,6 +123,9 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
     cfg->cgroup = true;
     cfg->home = env->home;
     exec_limits_default(&cfg->exec);
+    cfg->http_threads = CONFIG_HTTP_THREADS_DEFAULT;
+    cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
+    cfg->mcp_session_idle_s = CONFIG_MCP_IDLE_S_DEFAULT;
     /* With neither XDG_DATA_HOME nor HOME there is no default workspace; config_validate says so
      * unless a flag or the file names one. */
     cfg->workspace = xdg_path(env->xdg_data_home, env->home, ".local/share", "workspace");
@@ -108,6 +145,7 @@ void config_cleanup(struct config *cfg)
     free(cfg->workspace);
     free(cfg->config_file);
     free(cfg->user);
+    free(cfg->tools);
     free(cfg->token_file);
     free(cfg->cache_dir);
     cfg->cache_dir = NULL;
@@ -117,6 +155,7 @@ void config_cleanup(struct config *cfg)
         memset(cfg->token, 0, strlen(cfg->token)); /* do not leave the secret in freed memory */
     free(cfg->token);
     cfg->workspace = cfg->config_file = cfg->user = cfg->token_file = cfg->token = NULL;
+    cfg->tools = NULL;
 }
 
 bool config_is_loopback(const char *addr)
@@ -251,6 +290,8 @@ static int file_string(struct config *cfg, const char *path, const cJSON *item, 
         return set_file_path(cfg, &cfg->token_file, src, item->valuestring, err);
     if (strcmp(key, "log_level") == 0)
         return set_log_level(cfg, src, item->valuestring, err);
+    if (strcmp(key, "tools") == 0)
+        return set_nonempty(&cfg->tools, src, "a tool profile", item->valuestring, err);
     return set_nonempty(&cfg->user, src, "a user name", item->valuestring, err); /* "user" */
 }
 
@@ -328,8 +369,8 @@ static int file_network(struct config *cfg, const char *path, const cJSON *item,
 static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
 {
     const char *key = item->string;
-    static const char *const string_keys[] = {"bind", "workspace", "token_file", "log_level",
-                                              "user"};
+    static const char *const string_keys[] = {"bind",      "workspace", "token_file",
+                                              "log_level", "user",      "tools"};
 
     if (strcmp(key, "port") == 0) {
         double d = item->valuedouble;
@@ -381,6 +422,14 @@ static int file_item(struct config *cfg, const char *path, const cJSON *item, st
     for (size_t i = 0; i < sizeof(string_keys) / sizeof(string_keys[0]); i++)
         if (strcmp(key, string_keys[i]) == 0)
             return file_string(cfg, path, item, err);
+    if (find_num(key, false)) {
+        char src[300];
+
+        snprintf(src, sizeof(src), "%s: key \"%s\"", path, key);
+        if (!cJSON_IsNumber(item))
+            return file_type_error(path, key, "a whole number", item, err);
+        return set_num(cfg, find_num(key, false), src, item->valuedouble, err);
+    }
     if (strncmp(key, "exec_", 5) == 0 && exec_limits_has(key + 5)) {
         char src[300];
 
@@ -457,6 +506,7 @@ enum opt_id {
     OPT_CHECKPOINT_DIR,
     OPT_CHECKPOINT_KEEP,
     OPT_TOKEN_FILE,
+    OPT_TOOLS,
     OPT_VERSION,
     OPT_HELP
 };
@@ -483,6 +533,7 @@ static const struct opt opts[] = {
     {"--checkpoint-dir", OPT_CHECKPOINT_DIR, true},
     {"--checkpoint-keep", OPT_CHECKPOINT_KEEP, true},
     {"--token-file", OPT_TOKEN_FILE, true},
+    {"--tools", OPT_TOOLS, true},
     {"--version", OPT_VERSION, false},
     {"--help", OPT_HELP, false},
     {"-h", OPT_HELP, false},
@@ -575,6 +626,8 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         free(cfg->token);
         cfg->token = NULL;
         return 0;
+    case OPT_TOOLS:
+        return set_nonempty(&cfg->tools, o->name, "a tool profile", v, err);
     case OPT_VERSION:
         cfg->show_version = true;
         return 0;
@@ -613,12 +666,50 @@ static int apply_exec_flag(struct config *cfg, int argc, char *const argv[], int
     return exec_limits_set(&cfg->exec, flag, key, value, err) < 0 ? -1 : 1;
 }
 
+/* A numeric server setting's flag ("--http-threads N" or "=N"): 1 when argv[*i] was one (and
+ * applied), 0 when it is another option, -1 on error. */
+static int apply_num_flag(struct config *cfg, int argc, char *const argv[], int *i,
+                          struct errinfo *err)
+{
+    const char *arg = argv[*i], *eq = strchr(arg, '='), *value;
+    char flag[64], *end;
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    const struct num_setting *ns;
+    double d;
+
+    if (n >= sizeof(flag))
+        return 0;
+    snprintf(flag, sizeof(flag), "%.*s", (int)n, arg);
+    ns = find_num(flag, true);
+    if (!ns)
+        return 0;
+    if (eq) {
+        value = eq + 1;
+    } else if (*i + 1 < argc) {
+        value = argv[++*i];
+    } else {
+        errinfo_set(err, ERR_INVALID, "%s needs a value; see runboxd --help", flag);
+        return -1;
+    }
+    errno = 0;
+    d = strtod(value, &end);
+    if (errno || end == value || *end) {
+        errinfo_set(err, ERR_INVALID, "%s: expected a whole number %d-%d; got \"%.40s\"", flag,
+                    ns->min, ns->max, value);
+        return -1;
+    }
+    return set_num(cfg, ns, flag, d, err) < 0 ? -1 : 1;
+}
+
 int config_apply_args(struct config *cfg, int argc, char *const argv[], struct errinfo *err)
 {
     for (int i = 1; i < argc; i++) {
         const char *value = NULL;
         const struct opt *o;
-        int done = apply_exec_flag(cfg, argc, argv, &i, err);
+        int done = apply_num_flag(cfg, argc, argv, &i, err);
+
+        if (done == 0)
+            done = apply_exec_flag(cfg, argc, argv, &i, err);
 
         if (done < 0)
             return -1;
@@ -786,7 +877,7 @@ const char *config_usage(void)
            "  --port N            port to listen on (default 7766; 0 = any free port, printed\n"
            "                      in the ready line)\n"
            "  --bind ADDR         address to listen on (default 127.0.0.1); a non-loopback\n"
-           "                      address needs a token\n"
+           "                      address needs a token; IPv6 needs a civetweb built with it\n"
            "  --workspace DIR     the workspace directory, or :memory: for a private one that\n"
            "                      disappears with the daemon (default\n"
            "                      $XDG_DATA_HOME/runbox/workspace, i.e.\n"
@@ -816,6 +907,12 @@ const char *config_usage(void)
            "                      create them)\n"
            "  --token-file FILE   require \"Authorization: Bearer <token>\" with the token in\n"
            "                      FILE (RUNBOX_TOKEN sets the token directly)\n"
+           "  --tools PROFILE     the tools served: all (default), sandbox, studio, readonly,\n"
+           "                      or a comma list of these and of groups (docs/tools.md)\n"
+           "  --http-threads N    HTTP workers (320); every open MCP stream (SSE, WebSocket)\n"
+           "                      holds one, and the rest serve requests\n"
+           "  --mcp-sessions N    MCP sessions open at once on /mcp, /sse and /ws (256)\n"
+           "  --mcp-session-idle-s N  an unused /mcp session expires after N s (3600)\n"
            "  --exec-timeout-ms N       exec: default wall-clock limit (60000)\n"
            "  --exec-timeout-max-ms N   exec: most a call may ask for (110000)\n"
            "  --exec-cpu-s N            exec: CPU seconds per process (600)\n"
@@ -831,15 +928,16 @@ const char *config_usage(void)
            "  --help              print this help and exit\n"
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
-           "allow_network, network ({\"mode\": ..., \"allow\": [...]}), cache_dir,\n"
-           "checkpoint_dir, checkpoint_keep, log_level,\n"
-           "user, fsync, cgroup, token_file, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
-           "90000). Flags beat the environment,\n"
-           "which beats the file.\n"
+           "allow_network, log_level, user, fsync, cgroup, token_file, tools, http_threads,\n"
+           "mcp_sessions, mcp_session_idle_s, network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
+           "checkpoint_dir, checkpoint_keep, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
+           "90000). Flags beat the environment, which beats the file.\n"
            "\n"
            "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health,\n"
-           "GET /resources, GET /resource?uri=..., GET /prompts, POST /prompt/<name>, and the\n"
-           "Studio plugin's GET /poll, POST /result, POST /console, POST /disconnect.\n"
+           "GET /resources, GET /resource?uri=..., GET /prompts, POST /prompt/<name>, MCP\n"
+           "over Streamable HTTP (/mcp), legacy SSE (GET /sse, POST /message) and WebSocket\n"
+           "(/ws), and the Studio plugin's GET /poll, POST /result, POST /console,\n"
+           "POST /disconnect.\n"
            "Exit status: 0 on SIGTERM/SIGINT, 1 when the port is taken or the workspace\n"
            "cannot be opened, 2 for a configuration error.\n";
 }

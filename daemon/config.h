@@ -51,11 +51,21 @@ struct config {
     bool cgroup;      /* cgroups for the sandboxes (default true; --no-cgroup turns it off) */
     char *token_file; /* owned, or NULL */
     char *token;      /* owned: from RUNBOX_TOKEN (when no --token-file); never logged */
+    char *tools;      /* owned: the tool profile (--tools, "tools"), or NULL for every tool */
     bool show_help;   /* --help: print config_usage() and exit 0 */
     bool show_version;
     const char *home;        /* borrowed from config_init's env: expands "~/" in the file's paths */
     struct exec_limits exec; /* --exec-<key> flags, "exec_<key>" file keys (exec.h) */
+    /* The HTTP server and its MCP endpoints (--http-threads, --mcp-sessions,
+     * --mcp-session-idle-s; file keys http_threads, mcp_sessions, mcp_session_idle_s). */
+    int http_threads;       /* civetweb workers: every open stream holds one */
+    int mcp_sessions;       /* MCP sessions open at once (Streamable HTTP, SSE, WebSocket) */
+    int mcp_session_idle_s; /* an unused Streamable HTTP session expires after this */
 };
+
+#define CONFIG_HTTP_THREADS_DEFAULT 320
+#define CONFIG_MCP_SESSIONS_DEFAULT 256
+#define CONFIG_MCP_IDLE_S_DEFAULT   3600
 
 /* Sets the defaults (workspace from env, config file path from env). Cannot fail except for
  * memory; returns 0 or -1 (ERR_NOMEM). Release with config_cleanup(). */

@@ -209,7 +209,7 @@ int connwatch_find_socket(const char *peer_addr, int peer_port, int local_port)
     if (!d)
         return -1;
     while (found < 0 && (de = readdir(d)) != NULL) {
-        struct sockaddr_storage ss;
+        struct sockaddr_storage ss = {0}; /* zeroed: clang-tidy cannot see getpeername fill it */
         socklen_t sl = sizeof(ss);
         char *end;
         long fd = strtol(de->d_name, &end, 10);

@@ -44,6 +44,9 @@ struct console {
     size_t bytes; /* message bytes kept */
     uint64_t next_id;
     uint64_t dropped_max; /* highest id dropped so far, 0 = none */
+
+    void (*listener)(void *arg, const struct console_entry_view *e);
+    void *listener_arg;
 };
 
 static const char *const level_names[] = {"log", "info", "warn", "error", "debug"};
@@ -194,8 +197,29 @@ uint64_t console_append(struct console *c, enum console_level level, enum consol
     *slot(c, c->count) = e;
     c->count++;
     c->bytes += e.len;
+    if (c->listener) {
+        const struct console_entry_view v = {.id = id,
+                                             .ts_ms = e.ts_ms,
+                                             .level = (enum console_level)e.level,
+                                             .source = (enum console_source)e.source,
+                                             .pid = e.pid,
+                                             .instance = e.instance,
+                                             .message = e.msg,
+                                             .len = e.len};
+
+        c->listener(c->listener_arg, &v);
+    }
     pthread_mutex_unlock(&c->lock);
     return id;
+}
+
+void console_set_listener(struct console *c,
+                          void (*fn)(void *arg, const struct console_entry_view *e), void *arg)
+{
+    pthread_mutex_lock(&c->lock);
+    c->listener = fn;
+    c->listener_arg = arg;
+    pthread_mutex_unlock(&c->lock);
 }
 
 uint64_t console_appendf(struct console *c, enum console_level level, enum console_source src,

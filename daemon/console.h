@@ -40,6 +40,25 @@ uint64_t console_append(struct console *c, enum console_level level, enum consol
                         uint64_t pid, const char *instance, int64_t ts_ms, const char *msg,
                         size_t len);
 
+/* A console entry as a listener sees it: borrowed for the call only. */
+struct console_entry_view {
+    uint64_t id;
+    int64_t ts_ms;
+    enum console_level level;
+    enum console_source source;
+    uint64_t pid;         /* 0 for none */
+    const char *instance; /* or NULL */
+    const char *message;  /* valid UTF-8 */
+    size_t len;
+};
+
+/* Calls fn(arg, entry) for every entry appended from now on, in id order, with the console's
+ * lock held: fn must be quick and must not call into the console (events_publish_console is
+ * the listener the daemon uses). One listener; fn NULL removes it. Set it before other threads
+ * append. */
+void console_set_listener(struct console *c,
+                          void (*fn)(void *arg, const struct console_entry_view *e), void *arg);
+
 /* Formatted append (one line; a trailing newline is dropped). Returns the new id. */
 uint64_t console_appendf(struct console *c, enum console_level level, enum console_source src,
                          uint64_t pid, const char *fmt, ...) __attribute__((format(printf, 5, 6)));

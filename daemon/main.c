@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -29,6 +30,7 @@
 #include "console.h"
 #include "egress.h"
 #include "errinfo.h"
+#include "events.h"
 #include "hosttools.h"
 #include "log.h"
 #include "portfwd.h"
@@ -163,7 +165,8 @@ static int setup_config(struct config *cfg, int argc, char *argv[])
         return 0;
     }
     log_set_level(cfg->log_level);
-    if (config_read_token(cfg, &err) < 0 || config_validate(cfg, cfg->token != NULL, &err) < 0)
+    if (config_read_token(cfg, &err) < 0 || config_validate(cfg, cfg->token != NULL, &err) < 0 ||
+        api_check_bind(cfg->bind, api_have_ipv6(), &err) < 0)
         return fail(2, &err);
     return -1;
 }
@@ -313,8 +316,16 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
     return p;
 }
 
-static int serve(const struct config *cfg, struct vfs *v, struct console *console,
-                 struct cgroup *cg, const struct caches *caches, const sigset_t *stop)
+static void publish_console(void *arg, const struct console_entry_view *e)
+{
+    events_publish_console(arg, e);
+}
+
+/* cat: the --tools view of the built-in catalog (NULL: all of it). The daemon serves the same
+ * view of its own catalog, whose exec description names the installed programs. */
+static int serve(const struct config *cfg, const struct catalog *cat, struct vfs *v,
+                 struct console *console, struct cgroup *cg, const struct caches *caches,
+                 const sigset_t *stop)
 {
     /* Without a bridge (out of memory) the Studio tools say it is not running. */
     struct tools_ctx tools = {.vfs = v, .console = console, .bridge = bridge_new(NULL, NULL)};
@@ -326,18 +337,25 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
         .fsync = cfg->fsync,
         .allow_network = cfg->allow_network,
         .tools = &tools,
+        .threads = cfg->http_threads,
+        .mcp_sessions = cfg->mcp_sessions,
+        .mcp_session_idle_s = cfg->mcp_session_idle_s,
     };
     struct call_service_options copt = {.tools = &tools};
     struct errinfo err = {0};
     struct api *a = NULL;
     struct hosttools ht;
-    struct catalog *cat = probe_tools(&ht);
+    struct catalog *own = probe_tools(&ht), *view = NULL;
     struct egress_options eopt = {.policy = &cfg->net, .defaults = true, .console = console};
     struct netglue net = {0};
     int sig = 0;
 
-    opt.catalog = cat;
-    copt.cat = cat ? cat : catalog_builtin();
+    /* The same --tools view, of the catalog that names what is installed. */
+    view = own ? catalog_select(own, cfg->tools, NULL) : NULL;
+    opt.catalog = view ? view : cat;
+    copt.cat = opt.catalog ? opt.catalog : catalog_builtin();
+    /* Every open stream holds a worker: leave 64 for requests. */
+    copt.max[CALL_BUDGET_STREAM] = cfg->http_threads > 128 ? cfg->http_threads - 64 : 64;
     net.egress = cfg->net.mode == NETPOLICY_FULL ? NULL : egress_new(&eopt, &err);
     tools.egress = net.egress;
     net.portfwd = portfwd_new(&err);
@@ -353,8 +371,12 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
         if (!tools.checkpoints)
             log_warn("runboxd: no checkpoints: %s", kerr.msg);
     }
-    /* The exec engine's supervisor thread starts here, after root was dropped. */
-    tools.proc = (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
+    /* The event feed's dispatcher and the exec engine's supervisor start here, after root was
+     * dropped. */
+    tools.events = events_new(&err);
+    if (tools.events)
+        console_set_listener(console, publish_console, tools.events);
+    tools.proc = tools.events && (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
                      ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
                      : NULL;
     opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
@@ -365,8 +387,11 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
         checkpoint_free(tools.checkpoints);
         portfwd_free(net.portfwd);
         egress_free(net.egress);
+        console_set_listener(console, NULL, NULL);
+        events_free(tools.events);
         bridge_free(tools.bridge);
-        catalog_free(cat);
+        catalog_free(view);
+        catalog_free(own);
         return fail(1, &err);
     }
     printf("runboxd: listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "", cfg->bind,
@@ -391,8 +416,11 @@ static int serve(const struct config *cfg, struct vfs *v, struct console *consol
     checkpoint_free(tools.checkpoints);
     portfwd_free(net.portfwd);
     egress_free(net.egress);
+    console_set_listener(console, NULL, NULL);
+    events_free(tools.events);
     bridge_free(tools.bridge);
-    catalog_free(cat);
+    catalog_free(view);
+    catalog_free(own);
     return 0;
 }
 
@@ -405,11 +433,20 @@ int main(int argc, char *argv[])
     struct console *console = NULL;
     struct cgroup *cg = NULL;
     struct caches caches = {.store_fd = -1};
+    struct catalog *cat = NULL;
     sigset_t stop;
     int status;
 
     log_init("runboxd");
     status = setup_config(&cfg, argc, argv);
+    if (status < 0) {
+        /* The tools served: a --tools profile of the built-in catalog. */
+        cat = catalog_select(catalog_builtin(), cfg.tools, &err);
+        if (!cat) {
+            fprintf(stderr, "runboxd: --tools %s: %s\n", cfg.tools ? cfg.tools : "", err.msg);
+            status = 2;
+        }
+    }
     if (status < 0)
         status = check_user(&cfg);
     if (status >= 0)
@@ -423,6 +460,14 @@ int main(int argc, char *argv[])
     if (!v) {
         status = fail(1, &err);
         goto out;
+    }
+    if (strcmp(cfg.workspace, VFS_MEMORY) != 0) {
+        /* Writes killed with the daemon (kill -9) leave their temporary files behind. */
+        size_t swept = vfs_sweep_temps(v, time(NULL) - VFS_TEMP_STALE_S);
+
+        if (swept)
+            log_info("vfs: removed %zu temporary file%s left by writes that never finished", swept,
+                     swept == 1 ? "" : "s");
     }
     status = drop_root(&cfg, v, &cg, &caches);
     if (status >= 0)
@@ -439,8 +484,9 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = serve(&cfg, v, console, cg, &caches, &stop);
+    status = serve(&cfg, cat, v, console, cg, &caches, &stop);
 out:
+    catalog_free(cat);
     free(caches.npm);
     free(caches.pip);
     store_close(&caches);

@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 
 #include "cgroup.h"
 #include "egress.h"
+#include "chroot.h"
 #include "log.h"
 #include "netpolicy.h"
 
@@ -322,6 +324,7 @@ static void close_fd(int *fd)
 static int read_status(int fd, pid_t pid, struct errinfo *err)
 {
     int e[2] = {0, 0};
+    bool chrooted;
     ssize_t n;
 
     do
@@ -334,8 +337,16 @@ static int read_status(int fd, pid_t pid, struct errinfo *err)
         errinfo_set(err, ERR_IO, "exec: the sandbox helper ended before starting bwrap");
         return -1;
     }
+    /* chroot_detect() first: it may change errno, which errinfo_sys() reports. */
+    chrooted = e[0] == STEP_USERNS && e[1] == EPERM && chroot_detect();
     errno = e[1];
-    if (e[0] == STEP_USERNS || e[0] == STEP_IDMAP)
+    if (chrooted)
+        errinfo_sys(err,
+                    "exec: %s failed: runboxd runs in a chroot, where the kernel refuses user "
+                    "namespaces; run it on the host, in a container or in a root entered with "
+                    "pivot_root (docs/install.md#chroots)",
+                    step_name(e[0]));
+    else if (e[0] == STEP_USERNS || e[0] == STEP_IDMAP)
         errinfo_sys(err,
                     "exec: %s failed: user namespaces are not available to this user; enable "
                     "them (sysctl user.max_user_namespaces=15000, and on Ubuntu "
@@ -499,6 +510,25 @@ out:
     return rc;
 }
 
+/* " S 1234 ...", the part of /proc/PID/stat after the command's ')': the state, then the parent
+ * pid. Returns 0 with *ppid, or -1. */
+static int parse_stat_ppid(const char *s, int *ppid)
+{
+    char *end = NULL;
+    long v;
+
+    while (*s == ' ')
+        s++;
+    if (!*s || s[1] != ' ')
+        return -1;
+    errno = 0;
+    v = strtol(s + 2, &end, 10);
+    if (errno || end == s + 2 || v < 0 || v > INT_MAX)
+        return -1;
+    *ppid = (int)v;
+    return 0;
+}
+
 pid_t proc_child_of(pid_t parent, pid_t skip)
 {
     DIR *d = opendir("/proc");
@@ -526,7 +556,7 @@ pid_t proc_child_of(pid_t parent, pid_t skip)
         buf[n] = '\0';
         /* "pid (comm) state ppid ...": comm may hold anything, so parse after the last ')'. */
         rp = strrchr(buf, ')');
-        if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == parent)
+        if (rp && parse_stat_ppid(rp + 1, &ppid) == 0 && ppid == parent)
             found = (pid_t)strtol(e->d_name, NULL, 10);
         if (found == skip)
             found = -1;

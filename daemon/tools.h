@@ -23,6 +23,7 @@ struct console;
 struct proc;
 struct bridge;
 struct call;
+struct events;
 struct egress;
 struct portfwd;
 struct checkpoint;
@@ -34,6 +35,7 @@ struct tools_ctx {
     struct console *console; /* the console ring (exec, Studio and daemon output) */
     struct proc *proc;       /* the exec engine and process registry */
     struct bridge *bridge;   /* the Roblox Studio bridge */
+    struct events *events;   /* the event feed (events.h): what changed, for listeners */
     struct egress *egress;   /* the sandboxes' egress proxy (denials noted in exec results) */
     struct portfwd *portfwd; /* port forwards into the sandboxes (expose_port, exec ports) */
     struct checkpoint *checkpoints; /* the workspace's checkpoint store */

@@ -35,6 +35,7 @@ struct vfs {
     int root_fd;     /* O_PATH|O_DIRECTORY */
     char *root_path; /* owned, absolute host path */
     bool memory;     /* a :memory: workspace, removed by vfs_free */
+    int mem_lock_fd; /* :memory: only: holds the directory's flock while we live, or -1 */
     dev_t root_dev;  /* recursive removes stay on this file system */
     bool fsync;
     size_t read_cap;
@@ -231,7 +232,7 @@ static int open_root(struct vfs *v, const char *dir, struct errinfo *err)
     int fd;
 
     if (v->memory) {
-        v->root_path = vfs_make_memory_dir(err);
+        v->root_path = vfs_make_memory_dir(&v->mem_lock_fd, err);
         if (!v->root_path)
             return -1;
     } else {
@@ -278,6 +279,7 @@ struct vfs *vfs_open(const char *dir, const struct vfs_options *opt, struct erri
         return NULL;
     }
     v->root_fd = -1;
+    v->mem_lock_fd = -1;
     v->fsync = opt ? opt->fsync : true;
     v->read_cap = opt && opt->read_cap ? opt->read_cap : VFS_READ_CAP;
     v->memory = strcmp(dir, VFS_MEMORY) == 0;
@@ -297,6 +299,8 @@ void vfs_free(struct vfs *v)
         close(v->root_fd);
     if (v->memory && v->root_path)
         vfs_remove_memory_dir(v->root_path, v->root_dev);
+    if (v->mem_lock_fd >= 0)
+        close(v->mem_lock_fd);
     free(v->root_path);
     free(v);
 }
@@ -483,6 +487,20 @@ static int open_parent_dir(const struct vfs *v, const char *norm, struct errinfo
     return make_parents(v, parent, norm, err);
 }
 
+bool vfs_is_temp_name(const char *name, size_t len)
+{
+    /* '.' + at least one byte + ".rbx-" + six letters or digits */
+    if (len < 13 || name[0] != '.' || memcmp(name + len - 11, ".rbx-", 5) != 0)
+        return false;
+    for (size_t i = len - 6; i < len; i++) {
+        char c = name[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return false;
+    }
+    return true;
+}
+
 /* Creates ".<name>.rbx-XXXXXX" with O_EXCL in dfd. Returns an owned fd, tmp holds its name. */
 static int make_temp(int dfd, const char *name, mode_t mode, char *tmp, size_t tmpsz)
 {
@@ -657,7 +675,7 @@ int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *ou
         list_open_error(v, norm, errno, err);
         return -1;
     }
-    if (vfs_read_names(dfd, max, &l, &out->total) < 0) {
+    if (vfs_read_names(dfd, max, true, &l, &out->total) < 0) {
         vfs_path_error(err, norm, errno);
         goto out;
     }

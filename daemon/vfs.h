@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "errinfo.h"
 
@@ -104,8 +105,24 @@ struct vfs_listing {
     bool truncated; /* count < total */
 };
 
-/* Lists the directory at path, at most max entries (0 = VFS_LIST_CAP), "." and ".." left out.
- * ERR_NOT_FOUND when missing, ERR_INVALID when path is a file ("... is a file; use read_file"). */
+/* True for the name of a write's temporary file, ".<name>.rbx-XXXXXX" (six letters or digits).
+ * A write that is killed (kill -9) leaves one behind; the tools never show such names (list_dir,
+ * search, resources/list) and vfs_sweep_temps() removes the stale ones. Pure. */
+bool vfs_is_temp_name(const char *name, size_t len);
+
+/* Removes, in the whole workspace, every regular file with a temporary file's name whose last
+ * change is before `before` (a write in flight, say of another runboxd sharing the workspace,
+ * is newer). Does not follow symlinks, stays on the workspace's file system, goes 256
+ * directories deep. Returns how many it removed. Call before serving (it takes a while on a
+ * big tree). */
+size_t vfs_sweep_temps(struct vfs *v, time_t before);
+
+/* A temporary file unchanged for this long is no write in flight: runboxd sweeps older ones. */
+#define VFS_TEMP_STALE_S 60
+
+/* Lists the directory at path, at most max entries (0 = VFS_LIST_CAP), "." and ".." and write
+ * temporaries left out. ERR_NOT_FOUND when missing, ERR_INVALID when path is a file ("... is a
+ * file; use read_file"). */
 int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *out,
              struct errinfo *err);
 void vfs_listing_cleanup(struct vfs_listing *l); /* safe on a zeroed struct */

@@ -32,11 +32,12 @@ struct vfs_namelist {
 
 void vfs_namelist_free(struct vfs_namelist *l); /* frees the names; the list is reusable */
 
-/* Reads the names in the directory dfd (borrowed), "." and ".." left out, appending them to l.
+/* Reads the names in the directory dfd (borrowed), "." and ".." left out (and with hide_temps,
+ * the names vfs_is_temp_name() flags), appending them to l.
  * With keep > 0 only the keep smallest names are kept (sorted) and *total (may be NULL) counts
  * all of them; the list is compacted whenever it doubles, so memory stays bounded by 2 * keep
  * names. Returns 0, or -1 with errno set. */
-int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total);
+int vfs_read_names(int dfd, size_t keep, bool hide_temps, struct vfs_namelist *l, size_t *total);
 
 /* One recursive removal: what it may touch and what it did. */
 struct vfs_rm {
@@ -53,8 +54,11 @@ int vfs_rm_tree_at(int pfd, const char *name, struct vfs_rm *c);
 
 /* Creates a private directory for a :memory: workspace under /dev/shm, $TMPDIR or /tmp,
  * first removing the ones left there by dead daemons. Returns its owned path (free with
- * free()) or NULL with err set. */
-char *vfs_make_memory_dir(struct errinfo *err);
+ * free()) or NULL with err set. *lock_fd gets an owned fd of the directory holding a shared
+ * flock for the daemon's life (close it after removing the directory): the mark of a live
+ * daemon that another daemon sees even from another pid namespace, where our pid means
+ * nothing. */
+char *vfs_make_memory_dir(int *lock_fd, struct errinfo *err);
 
 /* Removes the :memory: workspace directory path (a host path; modified during the call and
  * restored) and everything in it on file system dev; a failure is logged, not returned. */

@@ -506,6 +506,8 @@ static int collect(const struct search *s, int dfd, struct dirlist *l)
             off += de->d_reclen;
             if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
                 continue;
+            if (vfs_is_temp_name(name, len))
+                continue; /* a write's temporary, maybe left by a kill -9 */
             if (type == DT_UNKNOWN) {
                 if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                     continue;

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -65,7 +67,7 @@ static void namelist_sort_keep(struct vfs_namelist *l, size_t keep)
         free(l->names[--l->n]);
 }
 
-int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total)
+int vfs_read_names(int dfd, size_t keep, bool hide_temps, struct vfs_namelist *l, size_t *total)
 {
     int fd = dup(dfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -86,6 +88,8 @@ int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total)
             break;
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
+        if (hide_temps && vfs_is_temp_name(de->d_name, strlen(de->d_name)))
+            continue;
         if (total)
             (*total)++;
         if (namelist_push(l, de->d_name) < 0)
@@ -101,6 +105,60 @@ int vfs_read_names(int dfd, size_t keep, struct vfs_namelist *l, size_t *total)
 out:
     closedir(d);
     return rc;
+}
+
+/* ---- the sweep of stale write temporaries ---- */
+
+struct sweep {
+    dev_t dev;
+    time_t before;
+    size_t removed;
+};
+
+static void sweep_dir(int dfd, struct sweep *sw, int depth)
+{
+    struct vfs_namelist l = {0};
+
+    if (depth > REMOVE_DEPTH_MAX || vfs_read_names(dfd, 0, false, &l, NULL) < 0)
+        goto out;
+    for (size_t i = 0; i < l.n; i++) {
+        const char *name = l.names[i];
+        struct stat st;
+        int sub;
+
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != sw->dev)
+            continue;
+        if (S_ISREG(st.st_mode) && vfs_is_temp_name(name, strlen(name))) {
+            if (st.st_mtime < sw->before && unlinkat(dfd, name, 0) == 0)
+                sw->removed++;
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode))
+            continue;
+        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+            continue;
+        sweep_dir(sub, sw, depth + 1);
+        close(sub);
+    }
+out:
+    vfs_namelist_free(&l);
+}
+
+size_t vfs_sweep_temps(struct vfs *v, time_t before)
+{
+    struct sweep sw = {.before = before};
+    struct stat st;
+    int fd = openat(vfs_root_fd(v), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) == 0) {
+        sw.dev = st.st_dev;
+        sweep_dir(fd, &sw, 0);
+    }
+    close(fd);
+    return sw.removed;
 }
 
 /* ---- recursive removal (also used for :memory: roots) ---- */
@@ -123,7 +181,7 @@ static int rm_contents(int dfd, struct vfs_rm *c, int depth)
     struct vfs_namelist l = {0};
     int rc = -1;
 
-    if (vfs_read_names(dfd, 0, &l, NULL) < 0) {
+    if (vfs_read_names(dfd, 0, false, &l, NULL) < 0) {
         errinfo_sys(c->err, VFS_VP ": cannot read a directory inside", c->top);
         goto out;
     }
@@ -208,9 +266,30 @@ int vfs_rm_tree_at(int pfd, const char *name, struct vfs_rm *c)
 
 /* ---- :memory: workspace directories ---- */
 
+/* True when the directory base/name is held by a live daemon: its shared flock (taken by
+ * vfs_make_memory_dir) blocks our exclusive one. Such a daemon may run in another pid
+ * namespace (a container sharing /dev/shm), where its pid in the name is no process of ours.
+ * A directory made in the last minute counts as live too: its daemon may not hold the lock
+ * yet. */
+static bool memory_dir_in_use(int bfd, const char *name, const struct stat *st)
+{
+    int fd;
+    bool busy;
+
+    if (st->st_mtime > time(NULL) - 60)
+        return true;
+    fd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return true;
+    busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
+    close(fd); /* releases our lock, if we got it */
+    return busy;
+}
+
 /* Removes runbox-mem-<pid>-* directories under base left by daemons that no longer run (killed
- * before vfs_free). The walk is fd-based with O_NOFOLLOW and stays on one file system, so a
- * planted symlink cannot widen what is removed. */
+ * before vfs_free): the pid is not running here and no daemon holds the directory's lock. The
+ * walk is fd-based with O_NOFOLLOW and stays on one file system, so a planted symlink cannot
+ * widen what is removed. */
 static void remove_stale_memory_dirs(const char *base)
 {
     size_t plen = strlen(MEM_PREFIX);
@@ -219,7 +298,7 @@ static void remove_stale_memory_dirs(const char *base)
 
     if (bfd < 0)
         return;
-    if (vfs_read_names(bfd, 0, &l, NULL) < 0)
+    if (vfs_read_names(bfd, 0, false, &l, NULL) < 0)
         goto out;
     for (size_t i = 0; i < l.n; i++) {
         const char *name = l.names[i];
@@ -239,7 +318,7 @@ static void remove_stale_memory_dirs(const char *base)
         /* Root may take any owner's: a daemon started as root hands its directory to the user
          * it drops to, so its leftovers belong to that user. */
         if (fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-            (st.st_uid != geteuid() && geteuid() != 0))
+            (st.st_uid != geteuid() && geteuid() != 0) || memory_dir_in_use(bfd, name, &st))
             continue;
         c.dev = st.st_dev;
         if (vfs_rm_tree_at(bfd, name, &c) == 0)
@@ -253,7 +332,7 @@ out:
     close(bfd);
 }
 
-char *vfs_make_memory_dir(struct errinfo *err)
+char *vfs_make_memory_dir(int *lock_fd, struct errinfo *err)
 {
     const char *tmp = getenv("TMPDIR");
     const char *bases[] = {"/dev/shm", tmp && *tmp == '/' ? tmp : "/tmp", "/tmp"};
@@ -269,8 +348,21 @@ char *vfs_make_memory_dir(struct errinfo *err)
         n = snprintf(path, sizeof(path), "%s/" MEM_PREFIX "%ld-XXXXXX", bases[i], (long)getpid());
         if (n < 0 || (size_t)n >= sizeof(path))
             continue;
-        if (mkdtemp(path))
-            return strdup(path);
+        if (mkdtemp(path)) {
+            char *dup = strdup(path);
+            int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+            if (!dup || fd < 0 || flock(fd, LOCK_SH) < 0) {
+                errinfo_sys(err, "cannot hold the :memory: workspace %s", path);
+                if (fd >= 0)
+                    close(fd);
+                rmdir(path);
+                free(dup);
+                return NULL;
+            }
+            *lock_fd = fd;
+            return dup;
+        }
     }
     errinfo_sys(err, "cannot create a :memory: workspace under /dev/shm, $TMPDIR or /tmp");
     return NULL;

@@ -67,6 +67,8 @@ static int read_sorted(int dfd, struct walk_name **out, size_t *count)
     for (errno = 0; (de = readdir(d)) != NULL; errno = 0) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
+        if (vfs_is_temp_name(de->d_name, strlen(de->d_name)))
+            continue; /* a write's temporary, maybe left by a kill -9 */
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
             nn = realloc(names, cap * sizeof(*names));

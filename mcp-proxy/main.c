@@ -24,7 +24,7 @@ static const char usage[] =
     "answers MCP on stdin/stdout and forwards each tool call to runboxd over HTTP.\n"
     "\n"
     "options:\n"
-    "  --list-tools    print the tool catalog as {\"tools\":[...]} and exit (no daemon needed)\n"
+    "  --list-tools    print the tools (RUNBOX_TOOLS) as {\"tools\":[...]} and exit (no daemon)\n"
     "  --no-autostart  never start runboxd; fail calls while it is not running\n"
     "  --version       print the version and exit\n"
     "  --help          print this text and exit\n"
@@ -35,6 +35,8 @@ static const char usage[] =
     "                     runbox or on PATH; its log goes to $XDG_STATE_HOME/runbox/runboxd.log).\n"
     "  RUNBOX_TOKEN       sent to runboxd as \"Authorization: Bearer <token>\"\n"
     "  RUNBOX_TIMEOUT_MS  how long one tool call may take (default 120000)\n"
+    "  RUNBOX_TOOLS       the tools to list: all (default), sandbox, studio, readonly, or a\n"
+    "                     comma list of these and of groups (e.g. sandbox,studio-scripts)\n"
     "  RUNBOX_LOG         error|warn|info|debug|trace (default warn), written to stderr\n";
 
 static long timeout_from_env(void)
@@ -56,9 +58,22 @@ static long timeout_from_env(void)
     return v;
 }
 
-static int list_tools(void)
+/* The tools runbox serves: the RUNBOX_TOOLS profile of the built-in catalog. NULL (with the
+ * message printed) when RUNBOX_TOOLS names no profile or group. Owned, freed at exit. */
+static struct catalog *tool_profile(void)
 {
-    const char *tools = catalog_tools_json(catalog_builtin());
+    const char *spec = getenv("RUNBOX_TOOLS");
+    struct errinfo err = {0};
+    struct catalog *cat = catalog_select(catalog_builtin(), spec, &err);
+
+    if (!cat)
+        log_error("runbox: RUNBOX_TOOLS=%.60s: %s", spec ? spec : "", err.msg);
+    return cat;
+}
+
+static int list_tools(const struct catalog *cat)
+{
+    const char *tools = catalog_tools_json(cat);
 
     if (printf("{\"tools\":%s}\n", tools) < 0 || fflush(stdout) != 0) {
         log_error("runbox: cannot write to stdout");
@@ -67,7 +82,7 @@ static int list_tools(void)
     return 0;
 }
 
-static int serve(bool autostart)
+static int serve(const struct catalog *cat, bool autostart)
 {
     const char *url = getenv("DAEMON_URL");
     const char *token = getenv("RUNBOX_TOKEN");
@@ -80,6 +95,7 @@ static int serve(bool autostart)
     cfg.token = token && *token ? token : NULL;
     cfg.timeout_ms = timeout_from_env();
     cfg.autostart = autostart && url_default;
+    cfg.catalog = cat;
     /* libcurl is loaded by the first tool call (upstream.c), not here: initialize is answered
      * before any of it is paid for. */
     rc = proxy_run(&cfg, 0, 1, &err);
@@ -93,6 +109,8 @@ static int serve(bool autostart)
 int main(int argc, char **argv)
 {
     bool help = false, version = false, list = false, autostart = true;
+    struct catalog *cat;
+    int rc;
 
     log_init("runbox");
     for (int i = 1; i < argc; i++) {
@@ -119,7 +137,10 @@ int main(int argc, char **argv)
         printf("runbox %s\n", RUNBOX_VERSION);
         return 0;
     }
-    if (list)
-        return list_tools();
-    return serve(autostart);
+    cat = tool_profile();
+    if (!cat)
+        return 2;
+    rc = list ? list_tools(cat) : serve(cat, autostart);
+    catalog_free(cat);
+    return rc;
 }

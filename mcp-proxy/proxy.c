@@ -10,8 +10,9 @@
  *
  * A tools/call becomes a `struct pcall`: the request body (the validated arguments as JSON),
  * the upstream request in flight, or a place in the queue of calls waiting for runboxd to be
- * started. notifications/cancelled reaches be_cancel(), which drops the request (curl closes
- * its connection) or the queue entry; the engine then never answers that id. */
+ * started. notifications/cancelled runs the call's cancel hook, which drops the request (curl
+ * closes its connection, and runboxd cancels the work when it sees that) or the queue entry; the
+ * engine then never answers that id. Resources and prompts requests travel the same way. */
 #include "proxy.h"
 
 #include <errno.h>
@@ -25,8 +26,9 @@
 
 #include "autostart.h"
 #include "catalog.h"
+#include "jsonbuf.h"
 #include "log.h"
-#include "mcp.h"
+#include "runbox/mcp.h"
 #include "upstream.h"
 
 #define READ_CHUNK   ((size_t)64 * 1024)   /* room offered to each read() of stdin */
@@ -47,12 +49,12 @@ struct proxy;
 
 struct pcall {
     struct proxy *p;
-    struct mcp_call *call;       /* borrowed from the engine until it is answered or cancelled */
-    struct mcp_request *request; /* instead of call: a resources/prompts request, or NULL */
-    char *url;                   /* owned: the request's path and query, or NULL (a call) */
-    bool get;                    /* url is fetched with GET (else POSTed with body) */
-    struct upstream_req *req;    /* the request in flight, or NULL while queued */
-    char *body;                  /* owned: the arguments object as compact JSON */
+    struct mcp_call *call;    /* borrowed from the engine until it is answered */
+    bool is_request;          /* a resources/prompts request (else a tools/call) */
+    char *url;                /* owned: the request's path and query, or NULL (a call) */
+    bool get;                 /* url is fetched with GET (else POSTed with body) */
+    struct upstream_req *req; /* the request in flight, or NULL while queued */
+    char *body;               /* owned: the arguments object as compact JSON */
     size_t body_len;
     bool queued;               /* waiting for runboxd to come up */
     struct pcall *prev, *next; /* in the waiting queue */
@@ -61,6 +63,7 @@ struct pcall {
 
 struct proxy {
     const struct proxy_config *cfg;
+    struct mcp_server *srv;
     struct mcp_session *session;
     struct upstream *up;
     struct autostart *as; /* NULL when autostart is off */
@@ -128,10 +131,11 @@ static bool out_reserve(struct proxy *p, size_t more)
     return true;
 }
 
-static void be_send(void *ctx, const char *json, size_t len)
+static void be_send(void *ctx, const char *json, size_t len, const struct mcp_route *route)
 {
     struct proxy *p = ctx;
 
+    (void)route; /* stdio is one stream: every message goes to stdout in order */
     if (p->out_closed)
         return;
     if (!out_reserve(p, len + 1)) {
@@ -182,17 +186,32 @@ static void dequeue(struct proxy *p, struct pcall *pc)
     pc->queued = false;
 }
 
+/* Answers a tools/call as a failed tool: isError with {"error":msg,"timeout":timeout}. */
+static void tool_failed(struct mcp_call *call, const char *msg, bool timeout)
+{
+    struct jsonbuf b = JSONBUF_INIT((size_t)64 << 20);
+    char *text;
+
+    jsonbuf_puts(&b, "{\"error\":", NULL);
+    jsonbuf_put_json_string(&b, msg, strlen(msg), NULL);
+    jsonbuf_puts(&b, timeout ? ",\"timeout\":true}" : ",\"timeout\":false}", NULL);
+    text = jsonbuf_take(&b, NULL);
+    mcp_call_tool_error(call, text ? text : oom_msg);
+    free(text);
+}
+
 /* Answers the call as failed and forgets it. */
 static void fail_call(struct pcall *pc, const char *msg, bool timeout)
 {
     struct mcp_call *call = pc->call;
-    struct mcp_request *req = pc->request;
+    bool is_request = pc->is_request;
 
+    mcp_call_on_cancel(call, NULL, NULL);
     pcall_free(pc);
-    if (req)
-        mcp_request_fail(req, -32603, msg);
+    if (is_request)
+        mcp_call_error(call, MCP_INTERNAL_ERROR, msg, NULL);
     else
-        mcp_call_fail(call, msg, timeout);
+        tool_failed(call, msg, timeout);
 }
 
 static void on_answer(void *ctx, const struct upstream_reply *reply);
@@ -225,6 +244,35 @@ static void wait_for_daemon(struct proxy *p, struct pcall *pc)
     fail_call(pc, msg, false);
 }
 
+/* A tool's result: a string is the text; other JSON is printed into the text and is the
+ * structured result too (when it is an object), unless the daemon sent one of its own. Takes
+ * ownership of result and structured. */
+static void answer_tool(struct mcp_call *call, cJSON *result, cJSON *structured)
+{
+    char *printed = NULL;
+    const char *text = "";
+
+    if (cJSON_IsString(result)) {
+        text = result->valuestring;
+    } else if (result) {
+        printed = cJSON_PrintUnformatted(result);
+        text = printed ? printed : "";
+        if (!structured && cJSON_IsObject(result)) {
+            structured = result;
+            result = NULL;
+        }
+    }
+    if (result && !printed && !cJSON_IsString(result)) {
+        cJSON_Delete(result);
+        cJSON_Delete(structured);
+        tool_failed(call, oom_msg, false);
+        return;
+    }
+    mcp_call_result_text_structured(call, text, strlen(text), structured);
+    cJSON_free(printed);
+    cJSON_Delete(result);
+}
+
 static void on_answer(void *ctx, const struct upstream_reply *reply)
 {
     struct pcall *pc = ctx;
@@ -237,20 +285,21 @@ static void on_answer(void *ctx, const struct upstream_reply *reply)
         wait_for_daemon(p, pc);
         return;
     }
-    if (pc->request) {
-        proxy_answer_request(pc->request, reply, upstream_base_url(p->up));
+    mcp_call_on_cancel(call, NULL, NULL); /* from here on the answer is ours to give */
+    if (pc->is_request) {
         pcall_free(pc);
+        proxy_answer_request(call, reply, upstream_base_url(p->up));
         return;
     }
     upstream_map_answer(reply, upstream_base_url(p->up), &a);
     pcall_free(pc);
     if (a.ok) {
-        mcp_call_finish_structured(call, a.result, a.structured);
+        answer_tool(call, a.result, a.structured);
         a.result = NULL;
         a.structured = NULL;
     } else {
         log_debug("proxy: call %s failed: %s", mcp_call_id_text(call), a.error ? a.error : "");
-        mcp_call_fail(call, a.error ? a.error : oom_msg, a.timeout);
+        tool_failed(call, a.error ? a.error : oom_msg, a.timeout);
     }
     upstream_answer_cleanup(&a);
 }
@@ -278,46 +327,55 @@ static void on_daemon_started(void *ctx, bool ok, const char *reason)
     }
 }
 
-static void be_call_tool(void *ctx, struct mcp_call *call)
+/* The call was cancelled: drop its request or queue entry; the answer is dropped anyway. */
+static void on_call_cancel(struct mcp_call *call, void *arg)
 {
-    struct proxy *p = ctx;
-    const cJSON *args = mcp_call_args(call);
-    struct pcall *pc = calloc(1, sizeof(*pc));
+    struct pcall *pc = arg;
+    struct proxy *p = pc->p;
+    bool is_request = pc->is_request;
 
-    if (!pc) {
-        mcp_call_fail(call, oom_msg, false);
-        return;
-    }
-    pc->p = p;
-    pc->call = call;
-    snprintf(pc->path, sizeof(pc->path), "/tool/%s", catalog_tool_name(mcp_call_tool(call)));
-    pc->body = args ? cJSON_PrintUnformatted(args) : strdup("{}");
-    if (!pc->body) {
-        fail_call(pc, oom_msg, false);
-        return;
-    }
-    pc->body_len = strlen(pc->body);
-    mcp_call_set_data(call, pc);
+    log_debug("proxy: call %s cancelled", mcp_call_id_text(call));
+    if (pc->req)
+        upstream_cancel(p->up, pc->req);
+    if (pc->queued)
+        dequeue(p, pc);
+    pcall_free(pc);
+    if (is_request)
+        mcp_call_error(call, MCP_INTERNAL_ERROR, "cancelled", NULL);
+    else
+        mcp_call_tool_error(call, "cancelled");
+}
+
+/* Sends pc now, or queues it while runboxd is being started. */
+static void start(struct proxy *p, struct pcall *pc)
+{
+    mcp_call_on_cancel(pc->call, on_call_cancel, pc);
     if (p->as && autostart_is_running(p->as))
         enqueue(p, pc);
     else
         submit(p, pc);
 }
 
-static void be_cancel_call(void *ctx, struct mcp_call *call)
+static void on_tool(void *arg, struct mcp_call *call)
 {
-    struct proxy *p = ctx;
-    struct pcall *pc = mcp_call_get_data(call);
+    struct proxy *p = arg;
+    const cJSON *args = mcp_call_arguments(call);
+    struct pcall *pc = calloc(1, sizeof(*pc));
 
-    if (!pc)
+    if (!pc) {
+        tool_failed(call, oom_msg, false);
         return;
-    log_debug("proxy: call %s cancelled", mcp_call_id_text(call));
-    if (pc->req)
-        upstream_cancel(p->up, pc->req);
-    if (pc->queued)
-        dequeue(p, pc);
-    mcp_call_set_data(call, NULL);
-    pcall_free(pc);
+    }
+    pc->p = p;
+    pc->call = call;
+    snprintf(pc->path, sizeof(pc->path), "/tool/%s", mcp_call_name(call));
+    pc->body = args ? cJSON_PrintUnformatted(args) : strdup("{}");
+    if (!pc->body) {
+        fail_call(pc, oom_msg, false);
+        return;
+    }
+    pc->body_len = strlen(pc->body);
+    start(p, pc);
 }
 
 /* ---- input ---- */
@@ -326,7 +384,7 @@ static void on_line(void *ctx, const char *line, size_t len)
 {
     struct proxy *p = ctx;
 
-    mcp_session_handle(p->session, line, len);
+    mcp_session_handle(p->session, line, len, NULL);
 }
 
 static void on_oversized(void *ctx, size_t bytes)
@@ -456,59 +514,37 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
 /* ---- resources and prompts: a request becomes GET /resources, GET /resource, GET /prompts
  * or POST /prompt/<name> (proxy_requests.c builds the path and maps the answer) ---- */
 
-static void be_request(void *ctx, struct mcp_request *req)
+static void on_request(void *arg, struct mcp_call *call)
 {
-    struct proxy *p = ctx;
-    struct pcall *pc = calloc(1, sizeof(*pc));
+    struct proxy *p = arg;
+    struct pcall *pc;
 
+    /* runboxd's prompts fit one page: no cursor is valid. */
+    if (strcmp(mcp_call_method(call), "prompts/list") == 0 &&
+        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(mcp_call_params(call), "cursor"))) {
+        mcp_call_error(call, MCP_INVALID_PARAMS,
+                       "prompts/list: invalid cursor (everything fits one page; send no cursor)",
+                       NULL);
+        return;
+    }
+    pc = calloc(1, sizeof(*pc));
     if (!pc) {
-        mcp_request_fail(req, -32603, oom_msg);
+        mcp_call_error(call, MCP_INTERNAL_ERROR, oom_msg, NULL);
         return;
     }
     pc->p = p;
-    pc->request = req;
-    if (proxy_request_http(mcp_request_method(req), mcp_request_params(req), &pc->url, &pc->get,
+    pc->call = call;
+    pc->is_request = true;
+    if (proxy_request_http(mcp_call_method(call), mcp_call_params(call), &pc->url, &pc->get,
                            &pc->body) < 0) {
         fail_call(pc, oom_msg, false);
         return;
     }
     pc->body_len = pc->body ? strlen(pc->body) : 0;
-    mcp_request_set_data(req, pc);
-    if (p->as && autostart_is_running(p->as))
-        enqueue(p, pc);
-    else
-        submit(p, pc);
+    start(p, pc);
 }
 
-static void be_cancel_request(void *ctx, struct mcp_request *req)
-{
-    struct proxy *p = ctx;
-    struct pcall *pc = mcp_request_get_data(req);
-
-    if (!pc)
-        return;
-    if (pc->req)
-        upstream_cancel(p->up, pc->req);
-    if (pc->queued)
-        dequeue(p, pc);
-    mcp_request_set_data(req, NULL);
-    pcall_free(pc);
-}
-
-static const struct mcp_backend proxy_backend = {
-    .call_tool = be_call_tool,
-    .cancel_call = be_cancel_call,
-    .send = be_send,
-    .request = be_request,
-    .cancel_request = be_cancel_request,
-};
-
-static const struct mcp_server_info proxy_info = {
-    .name = "runbox",
-    .version = RUNBOX_VERSION,
-    .instructions = "Runbox gives you a workspace of files. Paths are absolute inside the "
-                    "workspace (\"/\" is its root).",
-};
+static const struct mcp_transport stdio_transport = {.send = be_send};
 
 /* Installs the SIGTERM/SIGINT handler and blocks both; *wait_mask is the mask to wait with
  * (both unblocked), *saved the mask to restore at the end. */
@@ -531,10 +567,43 @@ static void block_stop_signals(sigset_t *saved, sigset_t *wait_mask)
     sigdelset(wait_mask, SIGINT);
 }
 
+/* The server runbox offers: the catalog's tools, the workspace's files as a template, and the
+ * daemon's resources and prompts, all answered by runboxd. */
+static struct mcp_server *make_server(struct proxy *p, struct errinfo *err)
+{
+    static const struct mcp_resource_template files = {
+        .uri_template = "file:///{path}",
+        .name = "Workspace file",
+        .description = "A file of the workspace by its path, e.g. file:///src/main.js; text, or "
+                       "base64 blob for binary files",
+        .read = on_request,
+    };
+    struct mcp_resource_template t = files;
+    const struct catalog *cat = p->cfg->catalog ? p->cfg->catalog : catalog_builtin();
+    /* The rules the listed tools share (paths, values) are said once, in the instructions. */
+    struct mcp_server_info info = {
+        .name = "runbox", .version = RUNBOX_VERSION, .instructions = catalog_instructions(cat)};
+    struct mcp_server *srv = mcp_server_new(&info, err); /* copies info */
+
+    t.arg = p;
+    if (!srv)
+        return NULL;
+    if (catalog_register_tools(cat, srv, on_tool, p, err) < 0 ||
+        mcp_server_add_resource_template(srv, &t, err) < 0 ||
+        mcp_server_set_resource_provider(srv, on_request, on_request, p, err) < 0 ||
+        mcp_server_set_prompt_provider(srv, on_request, on_request, p, err) < 0) {
+        mcp_server_free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
 static void proxy_cleanup(struct proxy *p)
 {
-    /* Frees the session first: it cancels every call in flight through be_cancel_call. */
-    mcp_session_free(p->session);
+    /* Closes the session first: it cancels every call in flight through its cancel hook. */
+    if (p->session)
+        mcp_session_close(p->session);
+    mcp_server_free(p->srv);
     autostart_free(p->as);
     upstream_free(p->up);
     proxy_lines_cleanup(&p->lines);
@@ -569,7 +638,8 @@ int proxy_run(const struct proxy_config *cfg, int in_fd, int out_fd, struct erri
     }
     p.fds_cap = 16;
     p.fds = calloc(p.fds_cap, sizeof(*p.fds));
-    p.session = mcp_session_new(catalog_builtin(), &proxy_backend, &p, &proxy_info);
+    p.srv = p.fds ? make_server(&p, err) : NULL;
+    p.session = p.srv ? mcp_session_new(p.srv, &stdio_transport, &p, 0, err) : NULL;
     if (!p.fds || !p.session) {
         errinfo_set(err, ERR_NOMEM, "proxy: cannot create the MCP session");
         goto out;

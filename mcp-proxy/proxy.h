@@ -21,11 +21,15 @@
 
 /* ---- the loop ---- */
 
+struct catalog;
+
 struct proxy_config {
     const char *daemon_url; /* base URL of runboxd, e.g. "http://127.0.0.1:7766" */
     const char *token;      /* sent as "Authorization: Bearer <token>", or NULL */
     long timeout_ms;        /* per tools/call; past it the call fails with "MCP proxy timeout" */
     bool autostart;         /* start runboxd when nothing listens at daemon_url */
+    const struct catalog *catalog; /* the tools served (a RUNBOX_TOOLS profile; borrowed), or
+                                      NULL for the whole built-in catalog */
 };
 
 /* Serves MCP on in_fd (requests) and out_fd (responses) until in_fd reaches end of file or
@@ -90,7 +94,7 @@ size_t proxy_lines_capacity(const struct proxy_lines *pl);
 
 /* ---- resources and prompts (proxy_requests.c) ---- */
 
-struct mcp_request;
+struct mcp_call;
 struct upstream_reply;
 
 /* Pure. The HTTP request for an MCP resources/prompts request: *url (owned) is the path and
@@ -102,7 +106,7 @@ int proxy_request_http(const char *method, const cJSON *params, char **url, bool
 /* Answers req from runboxd's reply: 200 {"ok":true,"result":R} -> R; a 4xx -> -32602 with the
  * daemon's message; anything else (unreachable, timeout, 5xx) -> -32603 with the same texts as
  * tool calls get. */
-void proxy_answer_request(struct mcp_request *req, const struct upstream_reply *reply,
+void proxy_answer_request(struct mcp_call *req, const struct upstream_reply *reply,
                           const char *base_url);
 
 #endif /* MCP_PROXY_PROXY_H */

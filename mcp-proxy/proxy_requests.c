@@ -8,7 +8,7 @@
 
 #include "jsonbuf.h"
 #include "jsonrpc.h"
-#include "mcp.h"
+#include "runbox/mcp.h"
 #include "upstream.h"
 
 #define URL_MAX ((size_t)64 << 10)
@@ -73,7 +73,7 @@ int proxy_request_http(const char *method, const cJSON *params, char **url, bool
     return 0;
 }
 
-void proxy_answer_request(struct mcp_request *req, const struct upstream_reply *reply,
+void proxy_answer_request(struct mcp_call *req, const struct upstream_reply *reply,
                           const char *base_url)
 {
     struct upstream_answer a;
@@ -84,21 +84,21 @@ void proxy_answer_request(struct mcp_request *req, const struct upstream_reply *
         doc = cJSON_ParseWithLength(reply->body, reply->body_len);
     e = cJSON_GetObjectItemCaseSensitive(doc, "error");
     if (cJSON_IsString(e) && e->valuestring[0]) {
-        mcp_request_fail(req, JSONRPC_INVALID_PARAMS, e->valuestring);
+        mcp_call_error(req, JSONRPC_INVALID_PARAMS, e->valuestring, NULL);
         cJSON_Delete(doc);
         return;
     }
     cJSON_Delete(doc);
     upstream_map_answer(reply, base_url, &a);
     if (a.ok && cJSON_IsObject(a.result)) {
-        mcp_request_finish(req, a.result);
+        mcp_call_result(req, a.result);
         a.result = NULL;
     } else if (reply->outcome == UPSTREAM_ANSWERED && reply->status >= 400 && reply->status < 500) {
-        mcp_request_fail(req, JSONRPC_INVALID_PARAMS, a.error ? a.error : "runboxd refused it");
+        mcp_call_error(req, JSONRPC_INVALID_PARAMS, a.error ? a.error : "runboxd refused it", NULL);
     } else {
-        mcp_request_fail(req, JSONRPC_INTERNAL_ERROR,
-                         a.error ? a.error
-                                 : "runboxd answered with something that is not a result");
+        mcp_call_error(req, JSONRPC_INTERNAL_ERROR,
+                       a.error ? a.error : "runboxd answered with something that is not a result",
+                       NULL);
     }
     upstream_answer_cleanup(&a);
 }

@@ -23,6 +23,8 @@ Bridge.__index = Bridge
 
 Bridge.BACKOFF = { initial = 1, factor = 2, max = 30, jitter = 0.2 }
 Bridge.RESULT_RETRIES = 3
+Bridge.PERMISSION_RETRIES = { 2, 4, 8 } -- seconds, before the long wait
+Bridge.BUSY_MAX = 2 -- seconds: too many requests in flight at once is over quickly
 Bridge.MAX_RESULT_BYTES = 8 * 1024 * 1024 -- the daemon refuses bigger bodies
 
 -- The pause after the n-th consecutive failure of the given kind. rnd() in [0, 1).
@@ -36,8 +38,14 @@ function Bridge.backoffDelay(failures, kind, cfg, rnd)
 	if delay > cfg.max then
 		delay = cfg.max
 	end
-	if Http.NEEDS_USER[kind] then
+	if kind == "permission" and n <= #Bridge.PERMISSION_RETRIES then
+		-- The user may be answering Studio's permission prompt right now: look again soon.
+		delay = Bridge.PERMISSION_RETRIES[n]
+	elseif Http.NEEDS_USER[kind] then
 		delay = cfg.max
+	end
+	if kind == "busy" then
+		delay = math.min(delay, Bridge.BUSY_MAX)
 	end
 	if kind == "rate_limit" and delay < 30 then
 		delay = 30
@@ -49,7 +57,7 @@ function Bridge.backoffDelay(failures, kind, cfg, rnd)
 end
 
 -- opts: http (an Http instance), json {encode, decode}, url, instanceId,
--- identity() -> {role, placeId, placeName}, executorFactory(deliver) -> Executor,
+-- identity() -> {role, placeId, placeName, parent?}, executorFactory(deliver) -> Executor,
 -- console (Console or nil), spawn, wait, random, onState(state, detail), log(message).
 function Bridge.new(opts)
 	local self = setmetatable({}, Bridge)
@@ -94,6 +102,7 @@ function Bridge:pollUrl()
 		.. "&role=" .. Http.encode(who.role or "edit")
 		.. "&place=" .. Http.encode(who.placeId or 0)
 		.. "&name=" .. Http.encode(who.placeName or "")
+		.. (who.parent and ("&parent=" .. Http.encode(who.parent)) or "")
 end
 
 -- Turns a failed Http answer into {kind, detail} for the widget.

@@ -105,17 +105,28 @@ end
 
 -- Runs one handler; returns the answer table.
 function Executor:invoke(cmd, entry, record)
-	local recording = nil
+	local recording, unrecorded = nil, nil
 	if record and self.history ~= nil then
 		local okBegin, rec = self.pcall(function()
 			return self.history:TryBeginRecording("Runbox: " .. cmd.tool, "Runbox " .. cmd.tool)
 		end)
-		-- nil during a play test, or if a recording is somehow still open: run unrecorded.
+		-- nil during a play test, or if a recording is somehow still open: run unrecorded, and
+		-- say so where it matters (in edit mode, where Ctrl+Z and the rollback are expected).
 		if okBegin then
 			recording = rec
 		end
+		if recording == nil and self.ctx.role == "edit" then
+			unrecorded = "not recorded for undo (Studio refused a recording: " .. tostring(okBegin and "another is open" or rec) .. ")"
+			self.log(cmd.tool .. ": " .. unrecorded)
+		end
+	end
+	if record then
+		self.ctx.recording = recording -- writes run one at a time: the handler may look (rollbacks)
 	end
 	local ok, result = self.pcall(entry.run, cmd.args, self.ctx)
+	if record then
+		self.ctx.recording = nil
+	end
 	if recording ~= nil then
 		local op = ok and self.finishOps.Commit or self.finishOps.Cancel
 		local okFinish, err = self.pcall(function()
@@ -128,6 +139,9 @@ function Executor:invoke(cmd, entry, record)
 	if ok then
 		if result == nil then
 			result = ""
+		end
+		if unrecorded and type(result) == "table" and result.undo == nil then
+			result.undo = unrecorded
 		end
 		return { id = cmd.id, ok = true, result = result }
 	end

@@ -29,6 +29,7 @@ Http.ADVICE = {
 	connect = "Nothing answers at %s. Start the daemon (runboxd; an MCP client running runbox starts "
 		.. "it for you) or fix the URL. Retrying.",
 	timeout = "The daemon did not answer in time. Retrying.",
+	busy = "Studio has too many HTTP requests in flight. Retrying in a moment.",
 	rate_limit = "Roblox's limit of 500 HTTP requests a minute is used up (all plugins share it). "
 		.. "Waiting before retrying.",
 	bad_url = "The daemon URL %s is not valid: use http://127.0.0.1:7766 (or your --port).",
@@ -62,7 +63,12 @@ function Http.classify(message)
 	if contains(m, "not enabled") or contains(m, "httpenabled") then
 		return "http_disabled"
 	end
-	if contains(m, "exceeded limit") or contains(m, "too many requests") or contains(m, "toomanyoutstanding") then
+	-- Too many requests in flight at once (HttpError.TooManyOutstandingRequests) is over as soon
+	-- as one returns; the per-minute budget ("Number of requests exceeded limit") is not.
+	if contains(m, "toomanyoutstanding") then
+		return "busy"
+	end
+	if contains(m, "exceeded limit") or contains(m, "too many requests") then
 		return "rate_limit"
 	end
 	if contains(m, "permission") or contains(m, "denied") or contains(m, "not allowed") or contains(m, "blocked") then

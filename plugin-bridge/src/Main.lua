@@ -2,10 +2,13 @@
 --
 -- In the edit DataModel it builds the toolbar button and widget, reads the saved settings
 -- (daemon URL, token, auto-connect), and connects when asked. Play tests start extra copies of
--- every plugin in the server and client DataModels; those have no widget and connect, with role
--- server/client, only while the edit copy is connected (the saved "RunboxConnected" flag), so
--- the daemon can send them the play-mode tools; the server copy also watches for stop_play
--- requests from the edit copy. Every copy forwards its Output to the daemon.
+-- every plugin in the server and client DataModels; those have no widget. The server copy
+-- connects, with role server and its edit window's instance id as parent (from the test
+-- arguments Runbox starts tests with), when Runbox started the test or the saved
+-- "RunboxConnected" flag says an edit copy is connected, so the daemon can send it the
+-- play-mode tools; it also watches for stop_play requests. Client copies never poll (they get
+-- no commands, and each poll would spend the shared request budget). Every copy that connects
+-- forwards its Output to the daemon.
 -- On plugin.Unloading (plugin disabled, updated, or the place closing) the copy disconnects at
 -- once so the daemon fails its pending calls immediately.
 
@@ -68,15 +71,25 @@ function Main.studioEnv()
 	}
 end
 
--- "edit" outside a play test; in one, "server" or "client" after the DataModel.
+-- "edit" while RunService:IsEdit(); in a test (running or paused: then both IsEdit and
+-- IsRunning are false), "server" or "client" after the DataModel.
 function Main.roleOf(runService)
-	if not runService:IsRunning() then
+	if runService:IsEdit() then
 		return "edit"
 	end
 	if runService:IsServer() then
 		return "server"
 	end
 	return "client"
+end
+
+-- Plugin settings are stored in a file that backslashes and quotes can corrupt (Plugin.yaml,
+-- SetSetting): such values are refused. Returns nil or the reason.
+function Main.badSettingValue(text)
+	if string.find(text, "[\\\"]") then
+		return "a backslash or a double quote cannot be saved in Studio's plugin settings"
+	end
+	return nil
 end
 
 local function setting(plugin, key, default)
@@ -102,6 +115,10 @@ function Main.start(plugin, env)
 	local runService = game:GetService("RunService")
 	local role = Main.roleOf(runService)
 	local self = { role = role, env = env, plugin = plugin }
+	local PlayStop = require(script.Parent.tools.PlayStop)
+	-- The edit window a test server belongs to (a test Runbox started says so).
+	local testInfo = role ~= "edit" and PlayStop.testArgs(game:GetService("StudioTestService")) or nil
+	self.parent = testInfo and testInfo.parent or nil
 	self.url = setting(plugin, Main.KEYS.url, Main.DEFAULT_URL)
 	self.token = setting(plugin, Main.KEYS.token, "")
 	self.autoConnect = setting(plugin, Main.KEYS.autoConnect, false) == true
@@ -127,6 +144,21 @@ function Main.start(plugin, env)
 
 	local history = game:GetService("ChangeHistoryService")
 	local finishOps = { Commit = env.Enum.FinishRecordingOperation.Commit, Cancel = env.Enum.FinishRecordingOperation.Cancel }
+	-- A reload does not cancel a recording the previous copy left open (plugins.md), and while
+	-- one is open every TryBeginRecording fails: Runbox's writes would go unrecorded (no undo,
+	-- no rollback). Cancel it ("the identifier is ignored" for Cancel).
+	if role == "edit" then
+		local okOpen, open = pcall(function()
+			return history:IsRecordingInProgress()
+		end)
+		if okOpen and open then
+			local okCancel, err = pcall(function()
+				history:FinishRecording("", finishOps.Cancel)
+			end)
+			log(okCancel and "cancelled an undo recording a previous plugin copy left open"
+				or ("an undo recording is still open and could not be cancelled: " .. tostring(err)))
+		end
+	end
 	-- What every tool handler gets besides its arguments.
 	local ctx = {
 		game = game,
@@ -138,6 +170,7 @@ function Main.start(plugin, env)
 		plugin = plugin,
 		role = role,
 		instanceId = self.instanceId,
+		log = log,
 	}
 
 	local function makeBridge()
@@ -147,7 +180,7 @@ function Main.start(plugin, env)
 			url = self.url,
 			instanceId = self.instanceId,
 			identity = function()
-				return { role = role, placeId = game.PlaceId, placeName = game.Name }
+				return { role = role, placeId = game.PlaceId, placeName = game.Name, parent = self.parent }
 			end,
 			executorFactory = function(deliver)
 				return Executor.new({
@@ -207,6 +240,11 @@ function Main.start(plugin, env)
 				if text == "" then
 					text = Main.DEFAULT_URL
 				end
+				local bad = Main.badSettingValue(text)
+				if bad then
+					self.ui:setState(bridge.state, "Not saved: " .. bad .. ".")
+					return
+				end
 				if text ~= self.url then
 					self.url = text
 					save(plugin, Main.KEYS.url, text)
@@ -217,6 +255,11 @@ function Main.start(plugin, env)
 				end
 			end,
 			onToken = function(text)
+				local bad = Main.badSettingValue(tostring(text))
+				if bad then
+					self.ui:setState(bridge.state, "Token not saved: " .. bad .. ".")
+					return
+				end
 				self.token = tostring(text)
 				save(plugin, Main.KEYS.token, self.token)
 				self.http.token = self.token
@@ -232,7 +275,6 @@ function Main.start(plugin, env)
 	-- In a play test's server DataModel, end the test when the edit copy asks (stop_play):
 	-- StudioTestService:EndTest only works here, so the request travels by plugin setting.
 	if role == "server" then
-		local PlayStop = require(script.Parent.tools.PlayStop)
 		local okWatch, stopWatch = pcall(function()
 			return PlayStop.watch(plugin, game:GetService("StudioTestService"))
 		end)
@@ -254,14 +296,16 @@ function Main.start(plugin, env)
 		bridge:stop("The plugin is unloading.")
 	end)
 
+	-- The "connected" flag is shared by every Studio window: a window that opens without
+	-- auto-connect leaves it alone (writing false here would cut another window's play tests
+	-- off). A test Runbox started always connects its server copy.
 	local shouldConnect
 	if role == "edit" then
 		shouldConnect = self.autoConnect
-		if not shouldConnect then
-			save(plugin, Main.KEYS.connected, false)
-		end
+	elseif role == "server" then
+		shouldConnect = testInfo ~= nil or setting(plugin, Main.KEYS.connected, false) == true
 	else
-		shouldConnect = setting(plugin, Main.KEYS.connected, false) == true
+		shouldConnect = false
 	end
 	if shouldConnect then
 		self.connect()

@@ -89,14 +89,30 @@ function Ui.new(plugin, env, handlers, initial)
 	local info = env.DockWidgetPluginGuiInfo.new(env.Enum.InitialDockState.Right, false, false, 320, 260, 240, 200)
 	-- CreateDockWidgetPluginGuiAsync replaced CreateDockWidgetPluginGui; older Studios have only
 	-- the latter (and indexing a member that does not exist raises).
-	local okAsync, widget = pcall(function()
-		return plugin:CreateDockWidgetPluginGuiAsync(Ui.WIDGET_ID, info)
-	end)
-	if not okAsync or widget == nil then
-		widget = plugin:CreateDockWidgetPluginGui(Ui.WIDGET_ID, info)
+	-- Fall back only when the new method is missing; when it exists but fails (the widget id is
+	-- still taken after a reload), the old one would fail too: go on without a widget rather
+	-- than stop the plugin.
+	local hasAsync = pcall(function()
+		return plugin.CreateDockWidgetPluginGuiAsync
+	end) and plugin.CreateDockWidgetPluginGuiAsync ~= nil
+	local okW, widget
+	if hasAsync then
+		okW, widget = pcall(function()
+			return plugin:CreateDockWidgetPluginGuiAsync(Ui.WIDGET_ID, info)
+		end)
+	else
+		okW, widget = pcall(function()
+			return plugin:CreateDockWidgetPluginGui(Ui.WIDGET_ID, info)
+		end)
+	end
+	if not okW or widget == nil then
+		widget = env.Instance.new("Frame") -- a stand-in nobody sees: the plugin keeps running
+		self.noWidget = tostring(widget == nil and "no widget" or (okW and "no widget" or widget))
 	end
 	self.widget = widget
-	self.widget.Title = "Runbox Bridge"
+	pcall(function()
+		self.widget.Title = "Runbox Bridge" -- the stand-in Frame has no Title
+	end)
 
 	local root = make(env, "Frame", {
 		Name = "Root",

@@ -13,6 +13,15 @@
 --   ColorSequence  {"type":"ColorSequence","value":[[time,r,g,b],...]}
 --   Rect           {"type":"Rect","value":[minX,minY,maxX,maxY]}
 --   EnumItem       {"type":"Enum","value":"Enum.Material.Grass"}
+--   Vector3int16   {"type":"Vector3int16","value":[x,y,z]}   Vector2int16 [x,y]
+--   Font           {"type":"Font","value":{"family":"rbxasset://fonts/families/GothamSSm.json",
+--                  "weight":"Bold","style":"Normal"}}     (weight and style optional)
+--   PhysicalProperties {"type":"PhysicalProperties","value":[density,friction,elasticity,
+--                  frictionWeight,elasticityWeight]}    (or a Material name: its defaults)
+--   Faces / Axes   {"type":"Faces","value":["Top","Front"]}  {"type":"Axes","value":["X","Z"]}
+--   Content        {"type":"Content","value":{"uri":"rbxassetid://123"}}   ({} for none)
+--   Region3        {"type":"Region3","value":[minX,minY,minZ,maxX,maxY,maxZ]}, Region3int16 too
+--   Ray            {"type":"Ray","value":[originX,originY,originZ,dirX,dirY,dirZ]}
 --   Instance       {"type":"Instance","value":"Workspace.Model.Part"}   (a path, see Paths)
 --   nil            {"type":"nil"}                                      (clears a reference)
 --   inf / nan      {"type":"number","value":"inf"|"-inf"|"nan"}
@@ -28,7 +37,8 @@ local Paths = require(script.Parent.Paths)
 local Values = {}
 
 Values.TYPES = { "Vector3", "Vector2", "Color3", "CFrame", "UDim", "UDim2", "BrickColor", "NumberRange",
-	"NumberSequence", "ColorSequence", "Rect", "Enum", "Instance", "nil", "number" }
+	"NumberSequence", "ColorSequence", "Rect", "Vector3int16", "Vector2int16", "Font", "PhysicalProperties",
+	"Faces", "Axes", "Content", "Region3", "Region3int16", "Ray", "Enum", "Instance", "nil", "number" }
 
 local EXAMPLES = {
 	Vector3 = "[x,y,z]",
@@ -42,6 +52,16 @@ local EXAMPLES = {
 	NumberSequence = "[[time,value,envelope],...] with times from 0 to 1",
 	ColorSequence = "[[time,r,g,b],...] with times from 0 to 1",
 	Rect = "[minX,minY,maxX,maxY]",
+	Vector3int16 = "[x,y,z] (whole numbers)",
+	Vector2int16 = "[x,y] (whole numbers)",
+	Font = "{\"family\":\"rbxasset://fonts/families/GothamSSm.json\",\"weight\":\"Bold\",\"style\":\"Normal\"}",
+	PhysicalProperties = "[density,friction,elasticity,frictionWeight,elasticityWeight] or a Material name",
+	Faces = "a list of NormalId names [\"Top\",\"Front\"]",
+	Axes = "a list of axis names [\"X\",\"Z\"]",
+	Content = "{\"uri\":\"rbxassetid://123\"} ({} for none)",
+	Region3 = "[minX,minY,minZ,maxX,maxY,maxZ]",
+	Region3int16 = "[minX,minY,minZ,maxX,maxY,maxZ] (whole numbers)",
+	Ray = "[originX,originY,originZ,dirX,dirY,dirZ]",
 	Enum = "a string like \"Enum.Material.Grass\"",
 	Instance = "an instance path like \"Workspace.Model.Part\"",
 }
@@ -108,7 +128,45 @@ local encoders = {
 		return out
 	end,
 	Rect = function(v) return { v.Min.X, v.Min.Y, v.Max.X, v.Max.Y } end,
+	Vector3int16 = function(v) return { v.X, v.Y, v.Z } end,
+	Vector2int16 = function(v) return { v.X, v.Y } end,
+	Font = function(v) return { family = v.Family, weight = v.Weight.Name, style = v.Style.Name } end,
+	PhysicalProperties = function(v)
+		return { v.Density, v.Friction, v.Elasticity, v.FrictionWeight, v.ElasticityWeight }
+	end,
+	Faces = function(v)
+		local out = {}
+		for _, n in ipairs({ "Right", "Top", "Back", "Left", "Bottom", "Front" }) do
+			if v[n] then
+				table.insert(out, n)
+			end
+		end
+		return out
+	end,
+	Axes = function(v)
+		local out = {}
+		for _, n in ipairs({ "X", "Y", "Z" }) do
+			if v[n] then
+				table.insert(out, n)
+			end
+		end
+		return out
+	end,
+	Content = function(v)
+		local ok, uri = pcall(function() return v.Uri end)
+		return { uri = ok and uri or nil }
+	end,
+	Region3 = function(v)
+		local c, h = v.CFrame.Position, v.Size / 2
+		return { c.X - h.X, c.Y - h.Y, c.Z - h.Z, c.X + h.X, c.Y + h.Y, c.Z + h.Z }
+	end,
+	Region3int16 = function(v) return { v.Min.X, v.Min.Y, v.Min.Z, v.Max.X, v.Max.Y, v.Max.Z } end,
+	Ray = function(v)
+		local o, d = v.Origin, v.Direction
+		return { o.X, o.Y, o.Z, d.X, d.Y, d.Z }
+	end,
 }
+-- Faces and Axes share the shape of a list; empty lists are [] either way.
 
 local MAX_DEPTH = 16
 
@@ -323,6 +381,95 @@ local decoders = {
 	end,
 }
 
+local function names(typeName, v, enumName)
+	if type(v) ~= "table" then
+		fail(typeName, "expected a list of names")
+	end
+	local items = {}
+	for i, n in ipairs(v) do
+		local ok, item = pcall(function() return Enum[enumName][n] end)
+		if type(n) ~= "string" or not ok or item == nil then
+			fail(typeName, "element " .. i .. " is not an Enum." .. enumName .. " name")
+		end
+		items[i] = item
+	end
+	return items
+end
+
+local function enumNamed(typeName, enumName, name, default)
+	if name == nil then
+		return default
+	end
+	local ok, item = pcall(function() return Enum[enumName][name] end)
+	if type(name) ~= "string" or not ok or item == nil then
+		fail(typeName, "\"" .. tostring(name) .. "\" is not an Enum." .. enumName .. " name")
+	end
+	return item
+end
+
+decoders.Vector3int16 = function(v)
+	numbers("Vector3int16", v, 3)
+	return Vector3int16.new(v[1], v[2], v[3])
+end
+decoders.Vector2int16 = function(v)
+	numbers("Vector2int16", v, 2)
+	return Vector2int16.new(v[1], v[2])
+end
+decoders.Font = function(v)
+	if type(v) == "string" then
+		return Font.new(v)
+	end
+	if type(v) ~= "table" or type(v.family) ~= "string" then
+		fail("Font", "expected {family, weight?, style?}")
+	end
+	return Font.new(v.family, enumNamed("Font", "FontWeight", v.weight, Enum.FontWeight.Regular),
+		enumNamed("Font", "FontStyle", v.style, Enum.FontStyle.Normal))
+end
+decoders.PhysicalProperties = function(v)
+	if type(v) == "string" then
+		return PhysicalProperties.new(enumNamed("PhysicalProperties", "Material", (string.gsub(v, "^Enum%.Material%.", ""))))
+	end
+	if type(v) == "table" and #v == 3 then
+		numbers("PhysicalProperties", v, 3)
+		return PhysicalProperties.new(v[1], v[2], v[3])
+	end
+	numbers("PhysicalProperties", v, 5)
+	return PhysicalProperties.new(v[1], v[2], v[3], v[4], v[5])
+end
+decoders.Faces = function(v)
+	return Faces.new(unpack(names("Faces", v, "NormalId")))
+end
+decoders.Axes = function(v)
+	return Axes.new(unpack(names("Axes", v, "Axis")))
+end
+decoders.Content = function(v)
+	if type(v) == "string" then
+		return Content.fromUri(v)
+	end
+	if type(v) ~= "table" then
+		fail("Content")
+	end
+	if v.uri == nil then
+		return Content.none
+	end
+	if type(v.uri) ~= "string" then
+		fail("Content", "uri must be a string")
+	end
+	return Content.fromUri(v.uri)
+end
+decoders.Region3 = function(v)
+	numbers("Region3", v, 6)
+	return Region3.new(Vector3.new(v[1], v[2], v[3]), Vector3.new(v[4], v[5], v[6]))
+end
+decoders.Region3int16 = function(v)
+	numbers("Region3int16", v, 6)
+	return Region3int16.new(Vector3int16.new(v[1], v[2], v[3]), Vector3int16.new(v[4], v[5], v[6]))
+end
+decoders.Ray = function(v)
+	numbers("Ray", v, 6)
+	return Ray.new(Vector3.new(v[1], v[2], v[3]), Vector3.new(v[4], v[5], v[6]))
+end
+
 local function decodeNumber(v)
 	if v == "inf" then
 		return math.huge
@@ -390,6 +537,82 @@ function Values.decode(j, expected, game, expectedEnum)
 	return j
 end
 
+---------------------------------------------------------------- comparison
+-- The engine stores many numbers as float32 (BasePart.Transparency, Vector3 and CFrame
+-- components) and BasePart.Color as Color3uint8, so a value set from a double reads back
+-- rounded: 0.3 becomes 0.30000001192. near() compares numbers with a relative tolerance of
+-- 1e-6, the components of vectors, UDims and CFrames likewise, and Color3 within 1/510 (half a
+-- step of 8 bits); other values with ==.
+local function close(a, b)
+	if a == b then
+		return true
+	end
+	if type(a) ~= "number" or type(b) ~= "number" then
+		return false
+	end
+	local scale = math.max(math.abs(a), math.abs(b), 1e-3)
+	return math.abs(a - b) <= 1e-6 * scale
+end
+
+local COMPONENTS = {
+	Vector3 = function(v) return { v.X, v.Y, v.Z } end,
+	Vector2 = function(v) return { v.X, v.Y } end,
+	UDim = function(v) return { v.Scale, v.Offset } end,
+	UDim2 = function(v) return { v.X.Scale, v.X.Offset, v.Y.Scale, v.Y.Offset } end,
+	CFrame = function(v) return listOf(12, v:GetComponents()) end,
+	NumberRange = function(v) return { v.Min, v.Max } end,
+	Rect = function(v) return { v.Min.X, v.Min.Y, v.Max.X, v.Max.Y } end,
+}
+
+function Values.near(a, b)
+	local t = typeof(a)
+	if t ~= typeof(b) then
+		return false
+	end
+	if t == "number" then
+		return close(a, b)
+	end
+	if t == "Color3" then
+		local step = 1 / 510 + 1e-6 -- half an 8-bit step, and float32 rounding on top
+		return math.abs(a.R - b.R) <= step and math.abs(a.G - b.G) <= step and math.abs(a.B - b.B) <= step
+	end
+	local comps = COMPONENTS[t]
+	if comps then
+		local x, y = comps(a), comps(b)
+		for i = 1, #x do
+			if not close(x[i], y[i]) then
+				return false
+			end
+		end
+		return true
+	end
+	if a == b then
+		return true
+	end
+	-- Records (Font, PhysicalProperties, Faces, ...): equal encodings, numbers within tolerance.
+	local enc = encoders[t]
+	if enc then
+		local function same(x, y)
+			if type(x) == "table" and type(y) == "table" then
+				for k, v in pairs(x) do
+					if not same(v, y[k]) then
+						return false
+					end
+				end
+				for k in pairs(y) do
+					if x[k] == nil then
+						return false
+					end
+				end
+				return true
+			end
+			return close(x, y)
+		end
+		return same(enc(a), enc(b))
+	end
+	return false
+end
+
 ---------------------------------------------------------------- properties
 -- Reads a property; returns ok, value (ok false with a message when the member does not exist).
 function Values.read(inst, prop)
@@ -415,6 +638,30 @@ function Values.read(inst, prop)
 	return true, v
 end
 
+-- The type the reflection database gives inst's property (ReflectionService, when Studio has
+-- it), for a property whose value is nil now (BasePart.CustomPhysicalProperties): its decoder
+-- reads an untagged value. nil when unknown.
+local function reflectedType(inst, prop, game)
+	local ok, list = pcall(function()
+		return game:GetService("ReflectionService"):GetPropertiesOfClass(inst.ClassName)
+	end)
+	if not ok or type(list) ~= "table" then
+		return nil
+	end
+	for _, p in ipairs(list) do
+		if type(p) == "table" and p.Name == prop then
+			local t = p.Type
+			if type(t) == "table" then
+				t = t.Name
+			end
+			if type(t) == "string" and decoders[t] then
+				return t
+			end
+		end
+	end
+	return nil
+end
+
 -- Decodes j for inst[prop], checking the type against the current value. Returns the value.
 function Values.forProperty(inst, prop, j, game)
 	local ok, cur = Values.read(inst, prop)
@@ -427,6 +674,15 @@ function Values.forProperty(inst, prop, j, game)
 		expected = typeof(cur)
 		if expected == "EnumItem" then
 			expectedEnum = cur.EnumType
+		end
+	elseif game and type(j) == "table" and j.type == nil then
+		local t = reflectedType(inst, prop, game)
+		if t then
+			local okD, v = pcall(decoders[t], j)
+			if not okD then
+				error(Paths.format(inst) .. "." .. prop .. ": " .. tostring(v), 0)
+			end
+			return v
 		end
 	end
 	local okDecode, value = pcall(Values.decode, j, expected, game, expectedEnum)

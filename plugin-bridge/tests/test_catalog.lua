@@ -73,6 +73,9 @@ local SAMPLES = {
 	expected = "print(\"hello\")\nlocal x = 1",
 	count = 2,
 	max_chars = 1000,
+	restart = true,
+	operation_id = "op-1",
+	before = "local setup = 1",
 	objects = { { class_name = "Part", parent = "Workspace", name = "A" },
 		{ class_name = "Folder", parent = "ReplicatedStorage" } },
 	duplicates = { { path = "Workspace.Model.Part", count = 1 }, { path = "Workspace.Lava", count = 2 } },
@@ -199,12 +202,12 @@ test("the catalog has the 46 Studio tools of issue 4 plus the session and histor
 		"delete_script_lines", "get_attribute", "set_attribute", "get_attributes", "delete_attribute", "get_tags",
 		"add_tag", "remove_tag", "get_tagged", "get_selection", "execute_luau", "get_console_output",
 		"clear_console_output", "start_play", "stop_play", "run_server", "get_studio_mode", "run_script_in_play_mode",
-		"insert_model", "list_studios", "set_active_studio", "undo", "redo" }
-	eq(#expected, 50)
+		"insert_model", "list_studios", "set_active_studio", "undo", "redo", "check_syntax" }
+	eq(#expected, 51)
 	for _, n in ipairs(expected) do
 		truthy(catalog[n], "catalog entry for " .. n)
 	end
-	eq(#order, 50, "tools in studio-*.json")
+	eq(#order, 51, "tools in studio-*.json")
 end)
 
 test("routes: the daemon answers exactly the four local tools", function()
@@ -243,6 +246,10 @@ for _, n in ipairs(order) do
 			local http = place.game:GetService("HttpService")
 			local okJ, text = pcall(http.JSONEncode, http, res)
 			truthy(okJ, n .. " result is not JSON-able: " .. tostring(text))
+			-- Every Studio tool declares an outputSchema of type object, so the answer must be a
+			-- JSON object (the MCP result's structuredContent).
+			eq(catalog[n].outputSchema and catalog[n].outputSchema.type, "object", n .. " outputSchema")
+			eq(string.sub(text, 1, 1), "{", n .. " answers a JSON object: " .. string.sub(text, 1, 80))
 		end)
 		test(n .. " reads every argument the catalog declares", function()
 			local place, Tools = freshCtx()
@@ -251,23 +258,29 @@ for _, n in ipairs(order) do
 			local ok, res = pcall(Tools.get(n).run, proxy, place.ctx)
 			truthy(ok, n .. " failed with all arguments: " .. tostring(res))
 			for name in pairs(catalog[n].inputSchema.properties or {}) do
-				truthy(seen[name], n .. " never reads declared argument \"" .. name .. "\"")
+				-- operation_id is the daemon's: it answers repeats itself and never sends it on
+				if name ~= "operation_id" then
+					truthy(seen[name], n .. " never reads declared argument \"" .. name .. "\"")
+				end
 			end
 		end)
 	end
 end
 
-test("catalog descriptions say what a model needs (paths, values, limits)", function()
+test("catalog descriptions say what a model needs; the shared rules are said once", function()
+	-- Path syntax and the value encoding are the Studio profile's rules (the server's
+	-- instructions), not repeated in every description (issue 11: tools/list within budget).
+	local rules = readJson(root .. "/common/tools/profiles.json").profiles.studio.rules
+	truthy(rules:find("Workspace[\"a.b\"]", 1, true), "the rules explain bracket quoting")
+	for _, tag in ipairs({ "Vector3", "Color3", "CFrame", "Enum", "Font", "PhysicalProperties", "Faces",
+		"Content", "Region3", "Ray", "Vector3int16" }) do
+		truthy(rules:find(tag, 1, true), "the rules explain " .. tag)
+	end
 	for _, n in ipairs(order) do
 		local t = catalog[n]
-		truthy(#t.description >= 40, n .. " description is too short")
+		truthy(#t.description >= 30, n .. " description is too short")
+		truthy(not t.description:find("Workspace[\"a.b\"]", 1, true), n .. " repeats the path rules")
 		local props = t.inputSchema.properties or {}
-		if props.path or props.paths or props.parent then
-			truthy(t.description:find("Workspace[\"a.b\"]", 1, true), n .. " explains bracket quoting")
-		end
-		if props.value or props.properties and props.properties.type == "object" then
-			truthy(t.description:find("\"type\":\"Vector3\"", 1, true), n .. " explains the value encoding")
-		end
 		if props.limit or props.max_nodes or props.max_scripts then
 			truthy(t.description:find("truncated", 1, true), n .. " says how a cut answer looks")
 		end

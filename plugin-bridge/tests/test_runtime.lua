@@ -172,8 +172,16 @@ test("bridge_backoff_doubles_to_a_cap_and_waits_longest_for_user_fixes", functio
 		eq(Bridge.backoffDelay(i, "connect", cfg), w, "failure " .. i)
 	end
 	eq(Bridge.backoffDelay(1, "http_disabled", cfg), 30)
-	eq(Bridge.backoffDelay(1, "permission", cfg), 30)
+	-- F19: right after the user clicks Allow in Studio's prompt the plugin connects within
+	-- seconds, not after the long wait; past three tries it waits the long wait.
+	eq(Bridge.backoffDelay(1, "permission", cfg), 2)
+	eq(Bridge.backoffDelay(2, "permission", cfg), 4)
+	eq(Bridge.backoffDelay(3, "permission", cfg), 8)
+	eq(Bridge.backoffDelay(4, "permission", cfg), 30)
 	eq(Bridge.backoffDelay(1, "rate_limit", cfg), 30)
+	-- Too many requests in flight is not the per-minute budget: a short pause.
+	eq(Http.classify("HttpError: TooManyOutstandingRequests"), "busy")
+	eq(Bridge.backoffDelay(6, "busy", cfg), 2)
 	local jit = Bridge.backoffDelay(1, "connect", { initial = 1, factor = 2, max = 30, jitter = 0.2 }, function() return 0.5 end)
 	ok(math.abs(jit - 1.1) < 1e-9, "jitter adds up to 20%: " .. jit)
 end)
@@ -528,11 +536,13 @@ end)
 ---------------------------------------------------------------------------------------------
 -- Main (widget, settings, auto-connect, unload)
 
-local function startMain(settings, role, tools, sched)
+local function startMain(settings, role, tools, sched, gameOpts)
 	sched = sched or X.scheduler()
 	local d = fakeDaemon(sched)
 	local plugin = X.fakePlugin(settings)
-	local env = X.env({ sched = sched, request = d.request, tools = tools or toolset(sched, {}), game = X.game({ role = role }) })
+	gameOpts = gameOpts or {}
+	gameOpts.role = role
+	local env = X.env({ sched = sched, request = d.request, tools = tools or toolset(sched, {}), game = X.game(gameOpts) })
 	local main = Main.start(plugin, env)
 	return main, plugin, d, sched
 end
@@ -565,14 +575,30 @@ test("main_falls_back_to_CreateDockWidgetPluginGui_on_older_studios", function()
 	local d = fakeDaemon(sched)
 	local plugin = X.fakePlugin({})
 	local create = plugin.CreateDockWidgetPluginGuiAsync
-	plugin.CreateDockWidgetPluginGuiAsync = function()
-		error("CreateDockWidgetPluginGuiAsync is not a valid member of Plugin", 2)
-	end
+	plugin.CreateDockWidgetPluginGuiAsync = nil -- an older Studio: the member does not exist
 	plugin.CreateDockWidgetPluginGui = create
 	local env = X.env({ sched = sched, request = d.request, tools = toolset(sched, {}), game = X.game() })
 	local main = Main.start(plugin, env)
 	ok(plugin.widgets.RunboxBridgeWidget ~= nil, "widget made the old way")
 	eq(main.ui.widget, plugin.widgets.RunboxBridgeWidget)
+end)
+
+test("main_keeps_running_without_a_widget_when_creating_it_fails (F23)", function()
+	-- The method exists but fails (the widget id is still taken after a reload): the
+	-- deprecated fallback would fail too; the plugin goes on, and still connects.
+	local sched = X.scheduler()
+	local d = fakeDaemon(sched)
+	local plugin = X.fakePlugin({ RunboxAutoConnect = true })
+	plugin.CreateDockWidgetPluginGuiAsync = function()
+		error("A widget with id RunboxBridgeWidget already exists", 2)
+	end
+	plugin.CreateDockWidgetPluginGui = function()
+		error("deprecated fallback must not be called", 2)
+	end
+	local env = X.env({ sched = sched, request = d.request, tools = toolset(sched, {}), game = X.game() })
+	local main = Main.start(plugin, env)
+	sched.run(1)
+	eq(main.bridge.state, "connected")
 end)
 
 test("main_persists_url_token_and_auto_connect", function()
@@ -613,9 +639,16 @@ test("main_disconnects_on_unload_and_play_copies_follow_the_edit_copy", function
 		_G.task = { spawn = sched.spawn, wait = sched.wait } -- PlayStop uses Roblox's task
 		server, splugin, sd, ssched = startMain({ RunboxConnected = true }, "server", nil, sched)
 		ssched.run(1)
-		-- The edit copy's stop_play writes a new token; the server copy ends the test.
-		splugin.settings.RunboxStopPlayRequest = "token-1"
+		-- F6: a request written before this test started (an old one, persisted) is ignored;
+		-- one for another Runbox test (a nonce) is ignored; a fresh one ends the test.
+		splugin.settings.RunboxStopPlayRequest = { token = "old", at = os.time() - 3600 }
 		ssched.run(3)
+		eq(#server.env.game:GetService("StudioTestService").ended, 0, "an old request is ignored")
+		splugin.settings.RunboxStopPlayRequest = { token = "other", nonce = "n-2", at = os.time() }
+		ssched.run(6)
+		eq(#server.env.game:GetService("StudioTestService").ended, 0, "another test's request is ignored")
+		splugin.settings.RunboxStopPlayRequest = { token = "token-1", at = os.time() }
+		ssched.run(9)
 		eq(#server.env.game:GetService("StudioTestService").ended, 1, "the server copy ended the test")
 	end)
 	_G.task = savedTask
@@ -627,8 +660,38 @@ test("main_disconnects_on_unload_and_play_copies_follow_the_edit_copy", function
 	eq(server.http.limit, Main.PLAY_LIMIT, "play copies get a smaller request budget")
 	eq(main.http.limit, Http.DEFAULT_LIMIT)
 	ok(string.find(sd.polls[1], "role=server", 1, true), sd.polls[1])
-	local client = startMain({ RunboxConnected = false }, "client")
+	-- F18: client copies never poll, whatever the flag says.
+	local client = startMain({ RunboxConnected = true }, "client")
 	eq(client.bridge.running, false)
+	-- F6(d): an edit window without auto-connect leaves the shared flag alone.
+	local shared = { RunboxConnected = true }
+	startMain(shared, "edit")
+	eq(shared.RunboxConnected, true)
+end)
+
+test("main_role_comes_from_IsEdit_so_a_paused_test_server_is_a_server", function()
+	-- F5: in a paused test IsRunning() is false too; the copy is still the test's server.
+	local game = X.game({ role = "server", paused = true })
+	eq(Main.roleOf(game:GetService("RunService")), "server")
+	eq(Main.roleOf(X.game({ role = "edit" }):GetService("RunService")), "edit")
+	eq(Main.roleOf(X.game({ role = "client", paused = true }):GetService("RunService")), "client")
+end)
+
+test("main_server_copy_of_a_runbox_test_reports_its_edit_window_and_connects", function()
+	-- F16: the test arguments name the edit window; the poll carries it as parent=, and the
+	-- server copy connects although no flag says so.
+	local server, _, sd, ssched = startMain({}, "server", nil, nil,
+		{ testArgs = { runbox = { nonce = "n-1", parent = "{edit-1}" } } })
+	ssched.run(1)
+	eq(server.bridge.running, true)
+	ok(string.find(sd.polls[1], "parent=%7Bedit-1%7D", 1, true), sd.polls[1])
+end)
+
+test("main_refuses_settings_that_would_corrupt_studio_settings", function()
+	-- F17: a backslash or a quote in a saved value can corrupt Studio's settings file.
+	eq(Main.badSettingValue("http://127.0.0.1:7766"), nil)
+	ok(Main.badSettingValue("tok\\en"), "backslash refused")
+	ok(Main.badSettingValue("a\"b"), "quote refused")
 end)
 
 test("main_forwards_studio_output_while_connected", function()

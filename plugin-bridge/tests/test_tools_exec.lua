@@ -50,15 +50,28 @@ test("start_play starts a session and answers at once; get_studio_mode sees it",
 	raises(function() run("run_server", {}) end, "still running")
 end)
 
-test("stop_play from the edit DataModel signals the server copy, which ends the test", function()
+-- The test server's DataModel of the running session, and a ctx for handlers running there.
+local function testServer(place)
+	local session = place.state[place.game.StudioTestService].session
+	truthy(session, "a test session is running")
+	local g = session.game
+	return g, { game = g, plugin = place.ctx.plugin, env = place.ctx.env,
+		services = setmetatable({}, { __index = function(_, n) return g:GetService(n) end }) }
+end
+
+test("stop_play from the edit DataModel signals the test's server copy, which ends the test", function()
 	local place, run = Fake.setup()
 	local PlayStop = Fake.load("tools/PlayStop")
 	run("start_play", {})
-	-- the plugin copy in the play server watches the shared plugin settings
-	local stopWatch = PlayStop.watch(place.plugin, place.game.StudioTestService)
+	local g = testServer(place)
+	-- F6: the server copy knows its test (the nonce in the test arguments) and honours only
+	-- requests addressed to it, even one written before its watch began.
 	local r = run("stop_play", {})
 	eq(r.requested, true)
-	eq(place.plugin:GetSetting(PlayStop.SETTING), r.token)
+	local req = place.plugin:GetSetting(PlayStop.SETTING)
+	eq(req.token, r.token)
+	eq(req.nonce, g.StudioTestService:GetTestArgs().runbox.nonce)
+	local stopWatch = PlayStop.watch(place.plugin, g.StudioTestService)
 	Fake.L.advance(2)
 	eq(place.game.StudioTestService:_isRunning(), false)
 	local m = run("get_studio_mode", {})
@@ -67,27 +80,75 @@ test("stop_play from the edit DataModel signals the server copy, which ends the 
 	same(m.lastTest.result, { stoppedBy = "stop_play" })
 	stopWatch()
 	run("start_play", {}) -- a new test can start
+	-- the old request is not for the new test
+	local stop2 = PlayStop.watch(place.plugin, testServer(place).StudioTestService)
+	Fake.L.advance(3)
+	eq(place.game.StudioTestService:_isRunning(), true, "a stale request does not end a new test")
+	stop2()
 end)
 
-test("stop_play in the play server ends the test with EndTest", function()
-	local place, run = Fake.setup()
-	run("run_server", {})
-	setMode(place, "play_server")
-	eq(run("get_studio_mode", {}).mode, "play_server")
-	eq(run("stop_play", {}).stopped, true)
-	eq(place.game.StudioTestService:_isRunning(), false)
+test("stop_play in the test server answers first, then ends the test (Play and Run mode)", function()
+	for _, kind in ipairs({ "start_play", "run_server" }) do
+		local place, run, Tools = Fake.setup()
+		run(kind, {})
+		local _, sctx = testServer(place)
+		-- F3: the answer leaves before EndTest tears the server DataModel down.
+		local r = Tools.get("stop_play").run({}, sctx)
+		eq(r.stopping, true)
+		eq(place.game.StudioTestService:_isRunning(), true, "not ended before the answer")
+		Fake.L.advance(1)
+		eq(place.game.StudioTestService:_isRunning(), false, kind .. " ended")
+		-- F2: never RunService:Stop (it keeps the simulation's changes)
+		eq(place.state[sctx.game.RunService].stops, nil)
+	end
 end)
 
-test("stop_play in run mode stops the simulation; in a client it refuses", function()
-	local place, run = Fake.setup()
-	setMode(place, "run")
-	eq(run("stop_play", {}).mode, "run")
-	eq(place.state[place.game.RunService].stops, 1)
-	eq(run("get_studio_mode", {}).mode, "edit")
+test("stop_play in a client refuses; get_studio_mode says paused and who started the test", function()
+	local place, run, Tools = Fake.setup()
 	setMode(place, "play_client")
 	raises(function() run("stop_play", {}) end, "cannot run in a play-test client")
-	setMode(place, "play_server")
-	raises(function() run("stop_play", {}) end, "could not end the test")
+	-- F5: a paused test is neither IsEdit nor IsRunning; it is not "edit".
+	setMode(place, "paused_server")
+	local m = run("get_studio_mode", {})
+	eq(m.mode, "play_server")
+	eq(m.paused, true)
+	eq(m.startedBy, "user")
+	raises(function() run("start_play", {}) end, "already running")
+	setMode(place, "edit")
+	-- a test the user started: its server copy says so
+	local sg = place.game.StudioTestService:_startManual()
+	local sctx = { game = sg, plugin = place.plugin, services = setmetatable({}, { __index = function(_, n) return sg:GetService(n) end }) }
+	local sm = Tools.get("get_studio_mode").run({}, sctx)
+	eq(sm.startedBy, "user")
+	eq(Tools.get("stop_play").run({}, sctx).stopping, true)
+	Fake.L.advance(1)
+	eq(place.game.StudioTestService:_isRunning(), false, "EndTest ends a test the user started")
+end)
+
+test("start_play reports a start that fails after yielding, and restart ends the old test", function()
+	local place, run = Fake.setup()
+	-- F4: ExecutePlayModeAsync may fail after its first yield.
+	place.state[place.game.StudioTestService].failAfterYield = "Previous call to start play session has not been completed"
+	raises(function() run("start_play", {}) end, "could not start the test: Previous call")
+	place.state[place.game.StudioTestService].failNow = "Studio is busy"
+	raises(function() run("start_play", {}) end, "could not start the test: ")
+	run("start_play", {})
+	raises(function() run("start_play", {}) end, "pass restart")
+	local PlayStop = Fake.load("tools/PlayStop")
+	local first = testServer(place)
+	local stop = PlayStop.watch(place.plugin, first.StudioTestService)
+	-- restart: the old test is asked to end and the new one starts after it, with before run first
+	local r = run("start_play", { restart = true, before = "workspace.Lava.Name = 'Cool'" })
+	eq(r.started, "start_play")
+	stop()
+	local second = testServer(place)
+	truthy(second ~= first, "a new test DataModel")
+	eq(place.game.Workspace:FindFirstChild("Cool").ClassName, "Part", "before ran in the edit DataModel")
+	truthy(second.Workspace:FindFirstChild("Cool"), "before ran before the place was copied")
+	second.StudioTestService:EndTest("done")
+	Fake.L.advance(1)
+	raises(function() run("run_server", { before = "error('no')" }) end, "before failed")
+	eq(place.game.StudioTestService:_isRunning(), false, "no test after a failed before")
 end)
 
 test("stop_play without plugin settings says why", function()
@@ -100,6 +161,21 @@ test("start_play refuses while Studio is already testing", function()
 	local place, run = Fake.setup()
 	setMode(place, "play_server")
 	raises(function() run("start_play", {}) end, "already running")
+end)
+
+test("run_script_in_play_mode: code that uses ... or assigns the runner's names still ends the test", function()
+	-- F1: the user code is a vararg function before the runner's locals.
+	local place, run = Fake.setup()
+	local v = run("run_script_in_play_mode", { code = "local n = select('#', ...) return n" })
+	eq(v.success, true)
+	eq(v.value, "0")
+	local g = run("run_script_in_play_mode", { code = "finished = true conn = nil logs = 5 return 'ok'" })
+	eq(g.success, true)
+	eq(g.value, "ok")
+	eq(run("get_studio_mode", {}).testRunning, false)
+	-- F14: a stale runner (no nonce for it) does nothing in a test it was not made for
+	local Playtest = Fake.load("tools/Playtest")
+	truthy(Playtest.run_script_in_play_mode, "tool present")
 end)
 
 test("run_script_in_play_mode runs code in the server and returns its result and logs", function()
@@ -154,11 +230,17 @@ end)
 ---------------------------------------------------------------- history
 test("undo and redo drive ChangeHistoryService and run outside recordings", function()
 	local place, run, Tools = Fake.setup()
-	run("undo", {})
-	run("redo", {})
-	local log = place.state[place.game.ChangeHistoryService].log
-	eq(log[1].op, "undo")
-	eq(log[2].op, "redo")
+	-- F7: with nothing to undo the engine raises; the tool says so instead.
+	same(run("undo", {}), { done = false, reason = "nothing to undo" })
+	same(run("redo", {}), { done = false, reason = "nothing to redo" })
+	local chs = place.game.ChangeHistoryService
+	local id = chs:TryBeginRecording("Runbox: set_property", "Runbox set_property")
+	chs:FinishRecording(id, Enum.FinishRecordingOperation.Commit)
+	same(run("undo", {}), { done = true, step = "Runbox: set_property" })
+	same(run("redo", {}), { done = true, step = "Runbox: set_property" })
+	local log = place.state[chs].log
+	eq(log[#log - 1].op, "undo")
+	eq(log[#log].op, "redo")
 	for _, n in ipairs({ "undo", "redo", "start_play", "stop_play", "run_server", "run_script_in_play_mode" }) do
 		eq(Tools.get(n).recording, false, n .. " recording")
 	end
@@ -179,4 +261,23 @@ test("run_script_in_play_mode inside a running play server runs the code there",
 	local e = run("run_script_in_play_mode", { code = "error('bad', 0)" })
 	eq(e.error, "bad")
 	eq(run("get_studio_mode", {}).testRunning, true)
+end)
+
+test("execute_luau: an error raised as a table says what it holds (F23)", function()
+	local _, run = Fake.setup()
+	raises(function() run("execute_luau", { code = "error({ message = 'custom failure' })" }) end, "custom failure")
+	raises(function() run("execute_luau", { code = "error({ code = 5 })" }) end, "\"code\":5")
+end)
+
+test("the plugin never calls getfenv/setfenv on its own code (F22: it deoptimises the plugin)", function()
+	local p = io.popen("cd " .. Fake.srcDir .. " && grep -rn 'getfenv *(' --include='*.lua' . || true")
+	local hits = p:read("*a")
+	p:close()
+	eq(hits, "", "getfenv calls")
+	local q = io.popen("cd " .. Fake.srcDir .. " && grep -rn 'setfenv *(' --include='*.lua' . || true")
+	for line in q:lines() do
+		-- only on a chunk loadstring just compiled: fn, the user's code
+		truthy(line:find("setfenv%(fn,") or line:find("setfenv%(direct,"), "setfenv only on loaded code: " .. line)
+	end
+	q:close()
 end)

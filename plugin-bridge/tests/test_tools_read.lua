@@ -85,7 +85,8 @@ test("get_instance_properties reads tagged values, attributes, tags", function()
 	eq(r.className, "Part")
 	eq(r.parent, "Workspace")
 	same(r.properties.Material, { type = "Enum", value = "Enum.Material.Neon" })
-	same(r.properties.Color, { type = "Color3", value = { 1, 0.2, 0 } })
+	-- BasePart.Color is stored as Color3uint8 and read back as float32 components (engine)
+	same(r.properties.Color, { type = "Color3", value = { 1, Fake.I.f32(51 / 255), 0 } })
 	eq(r.properties.Anchored, false)
 	same(r.attributes, { Damage = 10, Label = "hot" })
 	same(r.tags, { "Lava" })
@@ -175,4 +176,74 @@ test("get_selection reports Explorer's selection", function()
 	eq(r.count, 2)
 	eq(r.selection[1].path, "Workspace.Lava")
 	eq(r.truncated, true)
+end)
+
+test("search_by_property finds float32 and quantised values that were set from doubles (F9)", function()
+	local place, run = Fake.setup()
+	run("set_property", { path = "Workspace.Lava", property = "Transparency", value = 0.3 })
+	eq(place.game.Workspace.Lava.Transparency ~= 0.3, true, "the engine stores 0.3 as float32")
+	local r = run("search_by_property", { property = "Transparency", value = 0.3 })
+	eq(#r.results, 1)
+	eq(r.results[1].path, "Workspace.Lava")
+	run("set_property", { path = "Workspace.Lava", property = "Color", value = { type = "Color3", value = { 0.3, 0.6, 0.9 } } })
+	local c = run("search_by_property", { property = "Color", value = { type = "Color3", value = { 0.3, 0.6, 0.9 } } })
+	eq(#c.results, 1, "Color3 compares within 1/510")
+	run("set_property", { path = "Workspace.Lava", property = "Size", value = { type = "Vector3", value = { 1.1, 2.2, 3.3 } } })
+	eq(#run("search_by_property", { property = "Size", value = { 1.1, 2.2, 3.3 } }).results, 1)
+	eq(#run("search_by_property", { property = "Transparency", value = 0.31 }).results, 0, "not a loose match")
+end)
+
+test("whole-game searches skip Studio and plugin internals unless asked by path (F12)", function()
+	local _, run = Fake.setup()
+	local r = run("search_files", { query = "hello" })
+	for _, hit in ipairs(r.results) do
+		truthy(not hit.path:find("PluginGuiService", 1, true), "no other plugin's script: " .. hit.path)
+	end
+	eq(#r.results, 1)
+	local asked = run("search_files", { query = "hello", path = "PluginGuiService" })
+	eq(asked.results[1].path, "PluginGuiService.OtherPluginWidget.OtherPluginScript")
+	-- a locked instance does not break a walk
+	local s = run("search_objects", { class_name = "Script", path = "CoreGui" })
+	eq(#s.results, 0)
+	local all = run("search_objects", { class_name = "LuaSourceContainer" })
+	for _, hit in ipairs(all.results) do
+		truthy(not hit.path:find("CoreGui", 1, true) and not hit.path:find("PluginGui", 1, true), hit.path)
+	end
+	local tree = run("get_file_tree", {})
+	for _, c in ipairs(tree.tree.children) do
+		truthy(c.name ~= "CoreGui" and c.name ~= "PluginGuiService", "tree hides " .. c.name)
+	end
+end)
+
+test("walks of a 100 000-instance place yield: other threads keep running and the answers say when they cut (F11)", function()
+	local place, run = Fake.setup()
+	Fake.bigPlace(place, 100000)
+	local ticks, done = 0, {}
+	local function background(name, args)
+		task.spawn(function()
+			done[name] = run(name, args)
+		end)
+	end
+	-- the "poll loop": a thread that wants to run every frame
+	task.spawn(function()
+		while not (done.summarize_game and done.search_objects and done.search_files) do
+			ticks = ticks + 1
+			task.wait()
+		end
+	end)
+	background("summarize_game", {})
+	background("search_objects", { query = "nothing-matches-this" })
+	background("search_files", { query = "needle", limit = 5 })
+	Fake.L.runUntilIdle(3600, function()
+		return done.summarize_game and done.search_objects and done.search_files
+	end)
+	truthy(ticks >= 50, "the other thread ran " .. ticks .. " times while three walks ran")
+	truthy(done.summarize_game.instances >= 100000, "counted " .. tostring(done.summarize_game.instances))
+	eq(done.summarize_game.truncated, false)
+	eq(done.search_files.truncated, true)
+	eq(#done.search_files.results, 5)
+	eq(#done.search_objects.results, 0)
+	local tree = run("get_file_tree", { path = "Workspace", depth = 2, max_nodes = 50 })
+	eq(tree.truncated, true)
+	truthy(tree.note:find("max_nodes", 1, true), tree.note)
 end)

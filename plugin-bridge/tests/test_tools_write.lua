@@ -283,3 +283,16 @@ test("no write tool records history itself (the runtime does)", function()
 	run("create_object", { class_name = "Part", parent = "Workspace" })
 	eq(#place.state[place.game.ChangeHistoryService].log, 0)
 end)
+
+test("delete_object inside a recording unparents (undo can put it back); unrecorded it destroys (F20)", function()
+	local place, run = Fake.setup()
+	local lava = place.game.Workspace.Lava
+	place.ctx.recording = "rec1"
+	run("delete_object", { path = "Workspace.Lava" })
+	place.ctx.recording = nil
+	eq(lava.Parent, nil)
+	lava.Parent = place.game.Workspace -- what undo does: the Parent is not locked
+	eq(place.game.Workspace.Lava, lava)
+	run("delete_object", { path = "Workspace.Lava" })
+	raises(function() lava.Parent = place.game.Workspace end, "locked")
+end)

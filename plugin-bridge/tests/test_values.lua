@@ -142,3 +142,54 @@ test("setProperty assigns and returns the value read back", function()
 		{ type = "Vector3", value = { 2, 4, 6 } })
 	eq(part.Size, Vector3.new(2, 4, 6))
 end)
+
+test("every value type round-trips through encode and decode (F10)", function()
+	Fake.install()
+	local Values = Fake.load("Values")
+	local samples = {
+		Vector3int16.new(1, -2, 3), Vector2int16.new(-4, 5),
+		Font.new("rbxasset://fonts/families/GothamSSm.json", Enum.FontWeight.Bold, Enum.FontStyle.Italic),
+		PhysicalProperties.new(0.7, 0.3, 0.5, 1, 2),
+		Faces.new(Enum.NormalId.Top, Enum.NormalId.Front), Axes.new(Enum.Axis.X, Enum.Axis.Z),
+		Content.fromUri("rbxassetid://123"),
+		Region3.new(Vector3.new(0, 0, 0), Vector3.new(2, 4, 6)),
+		Region3int16.new(Vector3int16.new(0, 1, 2), Vector3int16.new(3, 4, 5)),
+		Ray.new(Vector3.new(1, 2, 3), Vector3.new(0, 0, -1)),
+	}
+	for _, v in ipairs(samples) do
+		local e = Values.encode(v)
+		eq(e.type, typeof(v), "tag of " .. typeof(v))
+		local back = Values.decode(e)
+		eq(typeof(back), typeof(v))
+		same(Values.encode(back), e, typeof(v) .. " round trip")
+	end
+	same(Values.encode(Faces.new(Enum.NormalId.Top)).value, { "Top" })
+	same(Values.decode({ type = "Font", value = { family = "x" } }).Weight, Enum.FontWeight.Regular)
+	raises(function() Values.decode({ type = "Faces", value = { "Up" } }) end, "not an Enum.NormalId name")
+	raises(function() Values.decode({ type = "Font", value = { family = "x", weight = "Fat" } }) end, "FontWeight")
+	raises(function() Values.decode({ type = "Ray", value = { 1, 2 } }) end, "expected 6 numbers")
+end)
+
+test("set_property takes Font, PhysicalProperties (nil before), Faces, Axes, Content; read-modify-write works", function()
+	local place, run = Fake.setup()
+	local lbl = Fake.make("TextLabel", "L", place.game.StarterGui)
+	local got = run("get_instance_properties", { path = "StarterGui.L", properties = { "FontFace" } }).properties.FontFace
+	eq(got.type, "Font")
+	got.value.weight = "Bold"
+	local r = run("set_property", { path = "StarterGui.L", property = "FontFace", value = got })
+	eq(r.value.value.weight, "Bold")
+	eq(lbl.FontFace.Weight, Enum.FontWeight.Bold)
+	local p = run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties",
+		value = { type = "PhysicalProperties", value = { 2, 0.5, 0.1, 1, 1 } } })
+	same(p.value, { type = "PhysicalProperties", value = { 2, 0.5, 0.1, 1, 1 } })
+	run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties", value = { type = "nil" } })
+	eq(place.game.Workspace.Lava.CustomPhysicalProperties, nil)
+	local h = Fake.make("Handles", "H", place.game.Workspace)
+	run("set_property", { path = "Workspace.H", property = "Faces", value = { "Left", "Right" } })
+	eq(h.Faces.Left and h.Faces.Right and not h.Faces.Top, true)
+	Fake.make("ImageLabel", "I", place.game.StarterGui)
+	same(run("set_property", { path = "StarterGui.I", property = "ImageContent", value = { uri = "rbxassetid://9" } }).value,
+		{ type = "Content", value = { uri = "rbxassetid://9" } })
+	run("set_attribute", { path = "Workspace.Lava", name = "ui.font-face/1", value = got })
+	eq(typeof(place.game.Workspace.Lava:GetAttribute("ui.font-face/1")), "Font", "Font attributes, engine names")
+end)

@@ -227,6 +227,21 @@ describe('bad input', () => {
     await finish(p);
   });
 
+  test('an id holding U+0000 comes back exactly', async () => {
+    const p = proxy();
+    await p.initialize();
+    const from = p.messages.length;
+    p.sendRaw('{"jsonrpc":"2.0","id":"a\\u0000b","method":"ping"}\n');
+    p.sendRaw('{"jsonrpc":"2.0","id":"c\\u0000","method":"tools/call","params":' +
+              '{"name":"list_dir","arguments":{}}}\n');
+    const ping = await p.waitFor((m) => m.id === 'a\u0000b', { from });
+    assert.deepEqual(ping.result, {});
+    const call = await p.waitFor((m) => m.id === 'c\u0000', { from });
+    assert.equal(call.result.isError, false, JSON.stringify(call));
+    assert.equal(p.messages.slice(from).filter((m) => m.id === 'a' || m.id === 'c').length, 0);
+    await finish(p);
+  });
+
   test('a JSON array is -32600 outside 2025-03-26', async () => {
     const p = proxy();
     await p.initialize('2025-06-18');

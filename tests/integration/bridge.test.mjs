@@ -206,6 +206,32 @@ describe('Studio calls', () => {
     await p.disconnect();
   });
 
+  test('a result nested past the parser\'s limit fails its command at once, saying so', async () => {
+    // 1000 levels parse; 1001 do not. The id comes last, as Lua's table order may put it.
+    let levels = 1000;
+    const nested = (n) => '['.repeat(n - 1) + ']'.repeat(n - 1);
+    const p = new FakePlugin(d.port, {
+      instance: 'deep',
+      handler: async (cmd) => `{"ok":true,"result":${nested(levels)},"id":"${cmd.id}"}`,
+    }).start();
+    await p.waitRegistered();
+    let r = body(await d.call('get_attributes', { path: 'Workspace' }));
+    assert.equal(r.ok, true, JSON.stringify(r).slice(0, 200));
+    levels = 1001;
+    const answered = p.answers.length;
+    r = body(await d.call('get_attributes', { path: 'Workspace' }));
+    assert.equal(r.ok, false);
+    assert.match(r.error, /nested 1001 levels deep, past the limit of 1000; nothing of it was kept/);
+    // The call ends before the plugin reads its answer: wait for that answer to arrive.
+    for (let i = 0; i < 1000 && p.answers.length === answered; i++) {
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    assert.equal(p.answers.at(-1).status, 400);
+    assert.match(p.answers.at(-1).body.error, /nested 1001 levels deep/);
+    assert.equal((await health(d)).queue_depth, 0);
+    await p.disconnect();
+  });
+
   test('inf, -inf and nan from Roblox\'s encoder become null (never inside strings)', async () => {
     const p = new FakePlugin(d.port, {
       instance: 'nf',

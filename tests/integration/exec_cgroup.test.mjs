@@ -5,6 +5,7 @@
 // a test that needs cgroups says so and skips where /health reports them off. The memory and
 // process controllers themselves are tested in a VM with a pure cgroup v2 kernel (tests/vm/).
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import {
   chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync,
   rmSync, statSync, writeFileSync,
@@ -120,6 +121,41 @@ describe('exec: cgroups', () => {
       assert.equal(existsSync(path1), false, `${path1} survived the next start`);
     } finally {
       await d2.stop();
+    }
+  });
+
+  test('a live daemon in another pid namespace keeps its cgroup', async (t) => {
+    if (!sb.cgroup.path) return t.skip(`cgroups are off here: ${sb.cgroup.reason}`);
+    // What a runboxd in a container with a pid namespace of its own (and the host's cgroup tree)
+    // leaves beside ours: runboxd-<its pid there>, a pid that names no process here, with the
+    // daemon in the leaf. A sleep stands in for that daemon.
+    const parent = path.dirname(sb.cgroup.path);
+    let pid = 32000;
+    for (; pid > 1000; pid--) {
+      try { process.kill(pid, 0); } catch (e) { if (e.code === 'ESRCH') break; }
+    }
+    const other = path.join(parent, `runboxd-${pid}`);
+    mkdirSync(path.join(other, 'daemon'), { recursive: true });
+    const standIn = spawn('sleep', ['600'], { stdio: 'ignore' });
+    try {
+      writeFileSync(path.join(other, 'daemon', 'cgroup.procs'), `${standIn.pid}\n`);
+      const d2 = await startDaemon();
+      try {
+        assert.equal(existsSync(other), true, `${other} was removed by the next start`);
+        assert.deepEqual(pidsOf(path.join(other, 'daemon')), [standIn.pid]);
+      } finally {
+        await d2.stop();
+      }
+      // Once that daemon is gone its cgroup is stale, and the next start removes it.
+      standIn.kill('SIGKILL');
+      await new Promise((r) => standIn.once('exit', r));
+      const d3 = await startDaemon();
+      await d3.stop();
+      assert.equal(existsSync(other), false, `${other} survived after its daemon ended`);
+    } finally {
+      standIn.kill('SIGKILL');
+      if (existsSync(path.join(other, 'daemon'))) rmdirSync(path.join(other, 'daemon'));
+      if (existsSync(other)) rmdirSync(other);
     }
   });
 });

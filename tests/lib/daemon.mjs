@@ -19,6 +19,12 @@ import path from 'node:path';
 
 const READY = /^runboxd: listening on (http:\/\/(.+):(\d+))$/;
 
+// Daemons started and not yet exited; killed when node exits (see startDaemon).
+const live = new Set();
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
 export function runboxdPath() {
   const bin = process.env.RUNBOXD;
   if (!bin) throw new Error('RUNBOXD is not set: point it at the runboxd binary (ctest sets it)');
@@ -134,6 +140,15 @@ export async function startDaemon({ workspace, args = [], env = {}, token, ready
     await new Promise((r) => setTimeout(r, 20));
   }
 
+  // A test that fails before it stops its daemon must not hang the file until ctest's timeout:
+  // once ready, the child no longer keeps node alive, and whatever is still running when the
+  // file's tests are done is killed as node exits. stop() and exited() hold node again while
+  // they wait.
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  child.unref();
+  child.stdout.unref();
+  child.stderr.unref();
   let stopped = null;
   return {
     url: ready.url,
@@ -142,7 +157,10 @@ export async function startDaemon({ workspace, args = [], env = {}, token, ready
     workspace,
     child,
     stderr: () => stderr,
-    exited: () => waitExit(child),
+    exited: () => {
+      child.ref();
+      return waitExit(child);
+    },
     // POST /tool/<name> with JSON arguments; resolves { status, body, text, headers }.
     call: (tool, args = {}, headers = {}) =>
       request(ready.port, `/tool/${tool}`, {
@@ -154,6 +172,7 @@ export async function startDaemon({ workspace, args = [], env = {}, token, ready
     async stop(signal = 'SIGTERM', timeoutMs = 5000) {
       if (!stopped) {
         stopped = (async () => {
+          child.ref();
           if (child.exitCode === null && child.signalCode === null) child.kill(signal);
           const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
           const res = await waitExit(child);

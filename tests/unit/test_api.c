@@ -116,6 +116,21 @@ START_TEST(test_api_token_check)
 }
 END_TEST
 
+START_TEST(test_api_bind_needs_ipv6_for_ipv6)
+{
+    struct errinfo err = {0};
+
+    ck_assert_int_eq(api_check_bind("127.0.0.1", false, &err), 0);
+    ck_assert_int_eq(api_check_bind("0.0.0.0", false, &err), 0);
+    ck_assert_int_eq(api_check_bind("::1", true, &err), 0);
+    ck_assert_int_eq(err.kind, ERR_NONE);
+    ck_assert_int_eq(api_check_bind("::1", false, &err), -1);
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    ck_assert_str_eq(err.msg, "--bind ::1: this runboxd's HTTP server (civetweb, as Debian 12 "
+                              "builds it) has no IPv6; bind to an IPv4 address such as 127.0.0.1");
+}
+END_TEST
+
 /* ---- one real round trip ---- */
 
 static char root[64];
@@ -212,6 +227,7 @@ static Suite *api_suite(void)
     tcase_add_loop_test(tc, test_api_origin_check, 0, sizeof(origins) / sizeof(origins[0]));
     tcase_add_test(tc, test_api_content_type_check);
     tcase_add_test(tc, test_api_token_check);
+    tcase_add_test(tc, test_api_bind_needs_ipv6_for_ipv6);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("json");

@@ -58,6 +58,16 @@ static const struct {
     {"{\"id\":12}", NULL},
     {"[\"id\",\"x\"]", NULL},
     {"{ \"id\" : \"spaced\" }", "spaced"},
+    /* The first "id" member decides, as cJSON_GetObjectItem does on a parsed body. */
+    {"{\"id\":\"first\",\"ok\":true,\"id\":\"second\"}", "first"},
+    {"{\"id\":\"a\",\"id\":"
+     "\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"}",
+     "a"},
+    {"{\"id\":\"bad id\",\"id\":\"good\"}", NULL},
+    /* Only the first top-level value is the result. */
+    {"{\"id\":\"a\"}{\"id\":\"b\"}", "a"},
+    {"{\"ok\":true}{\"id\":\"b\"}", NULL},
+    {"{\"ok\":true},{\"id\":\"b\"}", NULL},
 };
 
 START_TEST(test_bridge_idscan_finds_top_level_id)
@@ -278,6 +288,110 @@ START_TEST(test_bridge_round_trip_and_at_most_once)
     ck_assert_int_eq(queue_depth(), 0);
     bridge_command_cleanup(&cmd);
     bridge_reply_cleanup(&c.rep);
+}
+END_TEST
+
+static void start_call_args(struct call *c, const char *id, const char *tool, const char *args)
+{
+    memset(c, 0, sizeof(*c));
+    c->id = id;
+    c->tool = tool;
+    c->args = cJSON_Parse(args);
+    ck_assert_int_eq(pthread_create(&c->tid, NULL, call_thread, c), 0);
+}
+
+/* Retry safety: a repeat with the same operation_id gets the first answer (marked replayed)
+ * without reaching the plugin again; the plugin never sees operation_id; the plugin's own
+ * failure is kept too; another tool with the same id is another operation. */
+START_TEST(test_bridge_operation_id_answers_a_repeat_without_applying_it)
+{
+    struct bridge_command cmd, none;
+    struct call c;
+    struct bridge_reply rep;
+    cJSON *args = cJSON_Parse("{\"path\":\"Workspace.P\",\"operation_id\":\"op-1\"}");
+
+    poll_as("A", BRIDGE_ROLE_EDIT, "1", &none);
+    start_call_args(&c, "c1", "delete_object",
+                    "{\"path\":\"Workspace.P\",\"operation_id\":\"op-1\"}");
+    poll_until_command("A", BRIDGE_ROLE_EDIT, &cmd);
+    ck_assert_str_eq(cmd.args_json, "{\"path\":\"Workspace.P\"}");
+    bridge_result(b, "c1", true, "{\"deleted\":\"Workspace.P\"}", 25, true);
+    end_call(&c);
+    ck_assert_int_eq(c.rc, 0);
+    ck_assert_str_eq(c.rep.data, "{\"deleted\":\"Workspace.P\"}");
+    bridge_reply_cleanup(&c.rep);
+    bridge_command_cleanup(&cmd);
+    /* The repeat: answered at once, nothing queued for the plugin. */
+    ck_assert_int_eq(bridge_call(b, "c2", "delete_object", args, &rep), 0);
+    ck_assert_str_eq(rep.data, "{\"replayed\":true,\"deleted\":\"Workspace.P\"}");
+    ck_assert_int_eq(queue_depth(), 0);
+    bridge_reply_cleanup(&rep);
+    /* Another tool with the same id is not a repeat. */
+    start_call_args(&c, "c3", "set_property",
+                    "{\"path\":\"Workspace.P\",\"operation_id\":\"op-1\"}");
+    poll_until_command("A", BRIDGE_ROLE_EDIT, &cmd);
+    bridge_result(b, "c3", false, "no such property", 16, false);
+    end_call(&c);
+    ck_assert_int_eq(c.rc, -1);
+    bridge_reply_cleanup(&c.rep);
+    bridge_command_cleanup(&cmd);
+    cJSON_Delete(args);
+    args = cJSON_Parse("{\"path\":\"Workspace.P\",\"operation_id\":\"op-1\"}");
+    ck_assert_int_eq(bridge_call(b, "c4", "set_property", args, &rep), -1);
+    ck_assert_str_eq(rep.data, "no such property"); /* the plugin's answer, kept */
+    bridge_reply_cleanup(&rep);
+    cJSON_Delete(args);
+}
+END_TEST
+
+/* A failure without the plugin's answer (nobody connected) is not remembered: the repeat runs. */
+START_TEST(test_bridge_operation_id_failed_unanswered_may_be_repeated)
+{
+    struct bridge_command cmd, none;
+    struct bridge_reply rep;
+    struct call c;
+    cJSON *args = cJSON_Parse("{\"operation_id\":\"op-9\"}");
+
+    ck_assert_int_eq(bridge_call(b, "c1", "undo", args, &rep), -1);
+    ck_assert_ptr_nonnull(strstr(rep.data, "not connected"));
+    bridge_reply_cleanup(&rep);
+    poll_as("A", BRIDGE_ROLE_EDIT, "1", &none);
+    start_call_args(&c, "c2", "undo", "{\"operation_id\":\"op-9\"}");
+    poll_until_command("A", BRIDGE_ROLE_EDIT, &cmd);
+    ck_assert_str_eq(cmd.id, "c2");
+    bridge_result(b, "c2", true, "{}", 2, true);
+    end_call(&c);
+    ck_assert_str_eq(c.rep.data, "{}");
+    bridge_reply_cleanup(&c.rep);
+    bridge_command_cleanup(&cmd);
+    cJSON_Delete(args);
+}
+END_TEST
+
+/* Calls that wait behind others for the same Studio say how many came first. */
+START_TEST(test_bridge_answer_says_how_many_calls_were_ahead)
+{
+    struct bridge_command first, second, none;
+    struct call a, c;
+
+    poll_as("A", BRIDGE_ROLE_EDIT, "1", &none);
+    start_call(&a, "c1", "set_property");
+    wait_depth(1);
+    start_call(&c, "c2", "set_property");
+    wait_depth(2);
+    poll_until_command("A", BRIDGE_ROLE_EDIT, &first);
+    poll_until_command("A", BRIDGE_ROLE_EDIT, &second);
+    ck_assert_str_eq(first.id, "c1");
+    bridge_result(b, "c1", true, "{\"x\":1}", 7, true);
+    bridge_result(b, "c2", true, "{\"x\":2}", 7, true);
+    end_call(&a);
+    end_call(&c);
+    ck_assert_str_eq(a.rep.data, "{\"x\":1}");
+    ck_assert_str_eq(c.rep.data, "{\"queue_ahead\":1,\"x\":2}");
+    bridge_reply_cleanup(&a.rep);
+    bridge_reply_cleanup(&c.rep);
+    bridge_command_cleanup(&first);
+    bridge_command_cleanup(&second);
 }
 END_TEST
 
@@ -566,6 +680,97 @@ START_TEST(test_bridge_play_tools_go_to_the_play_server)
 }
 END_TEST
 
+/* One poll with a parent (a test server of the edit window `parent`). */
+static int poll_child(const char *inst, const char *place, const char *parent,
+                      struct bridge_command *cmd)
+{
+    struct bridge_instance_info info = {
+        .id = inst, .role = BRIDGE_ROLE_SERVER, .place = place, .name = "P", .parent = parent};
+
+    return bridge_poll(b, &info, cmd, NULL);
+}
+
+/* F16: two unpublished windows share place id 0; window B's test server must not get window
+ * A's play-mode commands. */
+START_TEST(test_bridge_play_tools_follow_the_parent_window)
+{
+    struct bridge_command cmd, none;
+    struct call c;
+    struct errinfo err = {0};
+
+    place_of_polls = "0";
+    poll_as("A", BRIDGE_ROLE_EDIT, "0", &none);
+    poll_as("B", BRIDGE_ROLE_EDIT, "0", &none);
+    poll_child("SB", "0", "B", &none); /* B's test server connected first */
+    poll_child("SA", "0", "A", &none);
+    start_call(&c, "c1", "stop_play"); /* A is active (first) */
+    wait_depth(1);
+    ck_assert_int_eq(poll_child("SB", "0", "B", &none), 0);
+    for (int i = 0; i < 20 && poll_child("SA", "0", "A", &cmd) != 1; i++)
+        ;
+    ck_assert_str_eq(cmd.id, "c1");
+    bridge_result(b, "c1", true, "1", 1, true);
+    end_call(&c);
+    bridge_command_cleanup(&cmd);
+    bridge_reply_cleanup(&c.rep);
+    ck_assert_int_eq(bridge_set_active(b, "B", &err), 0);
+    start_call(&c, "c2", "get_studio_mode");
+    wait_depth(1);
+    ck_assert_int_eq(poll_child("SA", "0", "A", &none), 0);
+    for (int i = 0; i < 20 && poll_child("SB", "0", "B", &cmd) != 1; i++)
+        ;
+    ck_assert_str_eq(cmd.id, "c2");
+    bridge_result(b, "c2", true, "1", 1, true);
+    end_call(&c);
+    bridge_command_cleanup(&cmd);
+    bridge_reply_cleanup(&c.rep);
+}
+END_TEST
+
+static bool listed(const char *id)
+{
+    cJSON *st = bridge_status_json(b);
+    const cJSON *in;
+    bool found = false;
+
+    cJSON_ArrayForEach(in, cJSON_GetObjectItem(st, "instances"))
+    {
+        found = found || strcmp(cJSON_GetObjectItem(in, "id")->valuestring, id) == 0;
+    }
+    cJSON_Delete(st);
+    return found;
+}
+
+/* F15: a reloaded plugin's old instance (same place and name, idle) is replaced by the new one
+ * at once, and the commands it held fail as disconnected; a live window of the same place
+ * (a poll waiting, or one that just ended) is left alone. */
+START_TEST(test_bridge_new_instance_replaces_its_idle_old_self)
+{
+    struct bridge_command cmd, none;
+    struct call c;
+
+    place_of_polls = "5";
+    poll_as("OLD", BRIDGE_ROLE_EDIT, "5", &none);
+    start_call(&c, "c1", "set_property");
+    poll_until_command("OLD", BRIDGE_ROLE_EDIT, &cmd); /* it took a command, then went away */
+    bridge_command_cleanup(&cmd);
+    poll_as("NEW", BRIDGE_ROLE_EDIT, "5", &none); /* right away: OLD polled just now */
+    ck_assert(listed("OLD"));
+    advance(BRIDGE_REPLACE_MS);
+    poll_as("NEW", BRIDGE_ROLE_EDIT, "5", &none);
+    ck_assert(!listed("OLD"));
+    end_call(&c);
+    ck_assert_int_eq(c.rc, -1);
+    ck_assert_ptr_nonnull(strstr(c.rep.data, "replaced by a new plugin instance"));
+    bridge_reply_cleanup(&c.rep);
+    /* Another place's window is never replaced. */
+    poll_as("OTHER", BRIDGE_ROLE_EDIT, "6", &none);
+    advance(BRIDGE_REPLACE_MS);
+    poll_as("NEW", BRIDGE_ROLE_EDIT, "5", &none);
+    ck_assert(listed("OTHER") && listed("NEW"));
+}
+END_TEST
+
 START_TEST(test_bridge_only_play_instances_get_nothing_for_edit_tools)
 {
     struct bridge_command none;
@@ -638,6 +843,9 @@ static Suite *bridge_suite(void)
     tcase_add_test(queue, test_bridge_call_without_studio_fails_at_once);
     tcase_add_test(queue, test_bridge_round_trip_and_at_most_once);
     tcase_add_test(queue, test_bridge_plugin_error_is_passed_uncut);
+    tcase_add_test(queue, test_bridge_operation_id_answers_a_repeat_without_applying_it);
+    tcase_add_test(queue, test_bridge_operation_id_failed_unanswered_may_be_repeated);
+    tcase_add_test(queue, test_bridge_answer_says_how_many_calls_were_ahead);
     tcase_add_test(queue, test_bridge_result_for_queued_command_is_not_accepted);
     tcase_add_test(queue, test_bridge_holder_that_stops_polling_fails_the_call);
     tcase_add_test(queue, test_bridge_polling_keeps_the_holder_alive);
@@ -656,6 +864,8 @@ static Suite *bridge_suite(void)
     tcase_add_test(route, test_bridge_active_moves_on_when_it_goes);
     tcase_add_test(route, test_bridge_play_tools_go_to_the_play_server);
     tcase_add_test(route, test_bridge_only_play_instances_get_nothing_for_edit_tools);
+    tcase_add_test(route, test_bridge_play_tools_follow_the_parent_window);
+    tcase_add_test(route, test_bridge_new_instance_replaces_its_idle_old_self);
     suite_add_tcase(s, route);
     return s;
 }

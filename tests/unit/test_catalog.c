@@ -200,6 +200,56 @@ START_TEST(test_catalog_builtin_output_schemas_check)
 }
 END_TEST
 
+/* Clients such as Gemini's take one JSON type per schema: a "type" must be one string, and a
+ * value of several types is an anyOf with one type per branch. Walks every subschema. */
+static void check_single_types(const cJSON *node, const char *tool, const char *where)
+{
+    const cJSON *m;
+
+    if (cJSON_IsObject(node)) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+
+        ck_assert_msg(!type || cJSON_IsString(type),
+                      "%s: %s has a \"type\" that is not one string (use anyOf branches)", tool,
+                      where);
+    }
+    if (!cJSON_IsObject(node) && !cJSON_IsArray(node))
+        return;
+    cJSON_ArrayForEach(m, node)
+    {
+        /* enum, const and default hold values, not schemas. */
+        if (m->string && (strcmp(m->string, "enum") == 0 || strcmp(m->string, "const") == 0 ||
+                          strcmp(m->string, "default") == 0))
+            continue;
+        if (m->string &&
+            (strcmp(m->string, "properties") == 0 || strcmp(m->string, "$defs") == 0)) {
+            const cJSON *sub;
+
+            /* A map from names to schemas: the map itself is no schema. */
+            cJSON_ArrayForEach(sub, m)
+            {
+                check_single_types(sub, tool, where);
+            }
+            continue;
+        }
+        check_single_types(m, tool, where);
+    }
+}
+
+START_TEST(test_catalog_builtin_types_are_single)
+{
+    const struct catalog *cat = catalog_builtin();
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const struct catalog_tool *t = catalog_at(cat, i);
+
+        check_single_types(catalog_tool_input_schema(t), catalog_tool_name(t), "inputSchema");
+        if (catalog_tool_output_schema(t))
+            check_single_types(catalog_tool_output_schema(t), catalog_tool_name(t), "outputSchema");
+    }
+}
+END_TEST
+
 START_TEST(test_catalog_tools_json_shape)
 {
     const struct catalog *cat = catalog_builtin();
@@ -228,6 +278,113 @@ START_TEST(test_catalog_tools_json_shape)
                          catalog_tool_output_schema(t) != NULL);
     }
     cJSON_Delete(arr);
+}
+END_TEST
+
+/* ---- profiles ---- */
+
+/* Every tool is sent to the model with every request: each profile's tools/list must stay
+ * within the budget the profiles document gives it (issue 11: all 45 000, sandbox 12 000). */
+START_TEST(test_catalog_profiles_fit_their_budgets)
+{
+    const struct catalog *cat = catalog_builtin();
+
+    ck_assert_uint_ge(catalog_profile_count(cat), 4);
+    for (size_t i = 0; i < catalog_profile_count(cat); i++) {
+        struct errinfo err = {0};
+        struct catalog *v = catalog_select(cat, catalog_profile_name(cat, i), &err);
+
+        ck_assert_msg(v != NULL, "%s", err.msg);
+        ck_assert_msg(catalog_list_chars(v) <= catalog_profile_budget(cat, i),
+                      "profile %s: tools/list is %zu characters, over its budget of %zu",
+                      catalog_profile_name(cat, i), catalog_list_chars(v),
+                      catalog_profile_budget(cat, i));
+        catalog_free(v);
+    }
+    ck_assert_uint_le(catalog_list_chars(cat), 45000);
+}
+END_TEST
+
+static bool view_has(const struct catalog *v, const char *name)
+{
+    return catalog_find(v, name) != NULL;
+}
+
+START_TEST(test_catalog_select_profiles_and_groups)
+{
+    const struct catalog *cat = catalog_builtin();
+    struct errinfo err = {0};
+    struct catalog *sb = catalog_select(cat, "sandbox", &err);
+    struct catalog *ro = catalog_select(cat, "readonly", &err);
+    struct catalog *mix = catalog_select(cat, " sandbox , studio-scripts", &err);
+    struct catalog *all = catalog_select(cat, NULL, &err);
+
+    ck_assert_msg(sb && ro && mix && all, "%s", err.msg);
+    ck_assert(view_has(sb, "exec") && view_has(sb, "read_file") && view_has(sb, "console_logs"));
+    ck_assert(!view_has(sb, "get_file_tree") && !view_has(sb, "set_property"));
+    for (size_t i = 0; i < catalog_count(ro); i++)
+        ck_assert(catalog_tool_is_read_only(catalog_at(ro, i)));
+    ck_assert(view_has(ro, "get_file_tree") && view_has(ro, "read_file"));
+    ck_assert(view_has(mix, "exec") && view_has(mix, "set_script_source"));
+    ck_assert(!view_has(mix, "set_property"));
+    ck_assert_uint_eq(catalog_count(all), catalog_count(cat));
+    ck_assert_str_eq(catalog_tools_json(all), catalog_tools_json(cat));
+    /* A view lists, finds and validates only its tools. */
+    ck_assert(strstr(catalog_tools_json(sb), "\"get_file_tree\"") == NULL);
+    /* The Studio rules are said once, only where Studio tools are listed. */
+    ck_assert(strstr(catalog_instructions(sb), "Instance paths") == NULL);
+    ck_assert(strstr(catalog_instructions(sb), "/workspace") != NULL);
+    ck_assert(strstr(catalog_instructions(mix), "Instance paths") != NULL);
+    ck_assert(strstr(catalog_instructions(cat), "Instance paths") != NULL);
+    catalog_free(sb);
+    catalog_free(ro);
+    catalog_free(mix);
+    catalog_free(all);
+}
+END_TEST
+
+static const struct {
+    const char *spec;
+    const char *msg;
+} bad_specs[] = {
+    {"sandbx", "unknown tool profile or group \"sandbx\""},
+    {"sandbox,,studio", "empty or overlong item"},
+    {",", "empty or overlong item"},
+    {"sandbox, nope", "unknown tool profile or group \"nope\""},
+};
+
+START_TEST(test_catalog_select_refuses_unknown_items)
+{
+    struct errinfo err = {0};
+    struct catalog *v = catalog_select(catalog_builtin(), bad_specs[_i].spec, &err);
+
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, bad_specs[_i].msg) != NULL, "%s", err.msg);
+    if (strstr(bad_specs[_i].msg, "unknown"))
+        ck_assert_msg(strstr(err.msg, "sandbox") && strstr(err.msg, "workspace"),
+                      "names what is accepted: %s", err.msg);
+}
+END_TEST
+
+START_TEST(test_catalog_profiles_doc_is_checked)
+{
+    static const char *const docs[][2] = {
+        {"{\"group\":\"g\",\"tools\":[]}",
+         "{\"profiles\":{\"p\":{\"groups\":[\"nope\"],\"budget\":10}}}"},
+        {"{\"group\":\"g\",\"tools\":[]}", "{\"profiles\":{\"p\":{\"budget\":0}}}"},
+        {"{\"group\":\"g\",\"tools\":[]}", "{\"profiles\":{\"p\":{\"budget\":9,\"x\":1}}}"},
+        {"{\"group\":\"g\",\"tools\":[]}", "{\"profiles\":{}, \"extra\":1}"},
+    };
+
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        const char *pair[2] = {docs[i][0], docs[i][1]};
+        struct errinfo err = {0};
+        struct catalog *c = catalog_new(pair, 2, &err);
+
+        ck_assert_msg(c == NULL, "profiles document %zu was accepted", i);
+        ck_assert_msg(strstr(err.msg, "catalog document 2") != NULL, "%s", err.msg);
+    }
 }
 END_TEST
 
@@ -467,8 +624,14 @@ static Suite *catalog_suite(void)
     tcase_add_test(tc, test_catalog_builtin_tools_are_sorted_and_found);
     tcase_add_test(tc, test_catalog_builtin_schemas_accept_built_arguments);
     tcase_add_test(tc, test_catalog_builtin_output_schemas_check);
+    tcase_add_test(tc, test_catalog_builtin_types_are_single);
     tcase_add_test(tc, test_catalog_tools_json_shape);
     tcase_add_test(tc, test_catalog_builtin_once_across_threads);
+    tcase_add_test(tc, test_catalog_profiles_fit_their_budgets);
+    tcase_add_test(tc, test_catalog_select_profiles_and_groups);
+    tcase_add_loop_test(tc, test_catalog_select_refuses_unknown_items, 0,
+                        sizeof(bad_specs) / sizeof(bad_specs[0]));
+    tcase_add_test(tc, test_catalog_profiles_doc_is_checked);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("custom");

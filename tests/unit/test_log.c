@@ -3,6 +3,7 @@
  * also pass with CK_FORK=no. */
 #include <check.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,29 @@ START_TEST(test_log_init_empty_env_keeps_default)
 }
 END_TEST
 
+static void *toggle_level(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20000; i++)
+        log_set_level(i % 2 ? LOG_ERROR : LOG_WARN);
+    return NULL;
+}
+
+/* One thread changes the level while another logs (logging/setLevel does so in the proxy and
+ * the daemon). Under ThreadSanitizer a plain or volatile threshold is a data race and fails. */
+START_TEST(test_log_level_changes_while_another_thread_logs)
+{
+    pthread_t t;
+
+    evaluations = 0;
+    ck_assert_int_eq(pthread_create(&t, NULL, toggle_level, NULL), 0);
+    for (int i = 0; i < 20000; i++)
+        log_info("never at warn or error %d", counted());
+    pthread_join(t, NULL);
+    ck_assert_int_eq(evaluations, 0);
+}
+END_TEST
+
 static Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
@@ -218,6 +242,7 @@ static Suite *log_suite(void)
     tcase_add_test(tc, test_log_suppressed_args_not_evaluated);
     tcase_add_test(tc, test_log_line_format);
     tcase_add_test(tc, test_log_long_line_is_cut_not_split);
+    tcase_add_test(tc, test_log_level_changes_while_another_thread_logs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "catalog.h"
-#include "mcp.h"
+#include "runbox/mcp.h"
 
 #define MAX_SENT  1024
 #define MAX_CALLS 1024
@@ -21,24 +21,29 @@ enum fake_mode { FAKE_LATER, FAKE_SYNC_TEXT, FAKE_SYNC_FAIL };
 struct fake {
     enum fake_mode mode;
     cJSON *sent[MAX_SENT]; /* parsed messages, in order */
+    struct mcp_route routes[MAX_SENT];
     size_t nsent;
-    struct mcp_call *calls[MAX_CALLS]; /* calls given to call_tool, in order */
+    struct mcp_call *calls[MAX_CALLS]; /* calls given to the tool handler, in order */
     size_t ncalls;
     struct mcp_call *cancelled[MAX_CALLS];
     size_t ncancelled;
-    char last_args[512];                 /* compact JSON of the last call's arguments */
-    struct mcp_request *reqs[MAX_CALLS]; /* requests given to request, in order */
+    char last_args[512];              /* compact JSON of the last call's arguments */
+    char last_text[512];              /* the last message sent, as sent (cut to fit) */
+    struct mcp_call *reqs[MAX_CALLS]; /* resources/prompts calls, in order */
     size_t nreqs;
-    struct mcp_request *req_cancelled[MAX_CALLS];
+    struct mcp_call *req_cancelled[MAX_CALLS];
     size_t nreq_cancelled;
-    bool req_sync; /* answer requests inside request() with {"echo":params} */
+    bool req_sync; /* answer requests inside the handler with {"method","echo":params} */
+    bool closed;   /* the transport's closed callback ran */
 };
 
 static struct fake fk;
 static struct catalog *cat;
+static struct mcp_server *srv;
 static struct mcp_session *s;
 
-static const struct mcp_server_info info = {"runbox-test", "9.9.9", "Use the tools."};
+static const struct mcp_server_info info = {"runbox-test", "9.9.9", NULL, "Use the tools.",
+                                            MCP_NOTIFY_TOOLS};
 
 static const char test_catalog[] =
     "{\"group\":\"test\",\"tools\":["
@@ -60,83 +65,124 @@ static const char test_catalog[] =
     "\"required\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\"]},"
     "\"route\":\"local\"}]}";
 
-/* ---- the fake back end ---- */
+/* ---- the fake transport and handlers ---- */
 
-static void fake_send(void *ctx, const char *json, size_t len)
+static void fake_send(void *ctx, const char *json, size_t len, const struct mcp_route *route)
 {
     struct fake *f = ctx;
     cJSON *m;
 
     ck_assert_ptr_null(memchr(json, '\n', len)); /* stdio framing: one message per line */
+    snprintf(f->last_text, sizeof(f->last_text), "%.*s", (int)len, json);
     m = cJSON_ParseWithLength(json, len);
     ck_assert_msg(m != NULL, "sent invalid JSON: %.*s", (int)len, json);
     ck_assert_uint_lt(f->nsent, MAX_SENT);
+    f->routes[f->nsent] = *route;
     f->sent[f->nsent++] = m;
 }
 
-static void fake_call_tool(void *ctx, struct mcp_call *call)
+static void fake_closed(void *ctx)
 {
-    struct fake *f = ctx;
-    char *args = cJSON_PrintUnformatted(mcp_call_args(call));
+    ((struct fake *)ctx)->closed = true;
+}
+
+static const struct mcp_transport fake_transport = {.send = fake_send, .closed = fake_closed};
+
+/* A cancelled call records itself and answers (the engine drops that answer). */
+static void fake_cancel_call(struct mcp_call *call, void *arg)
+{
+    struct fake *f = arg;
+
+    ck_assert_uint_lt(f->ncancelled, MAX_CALLS);
+    f->cancelled[f->ncancelled++] = call;
+    mcp_call_tool_error(call, "cancelled");
+}
+
+static void fake_call_tool(void *arg, struct mcp_call *call)
+{
+    struct fake *f = arg;
+    char *args = cJSON_PrintUnformatted(mcp_call_arguments(call));
 
     ck_assert_uint_lt(f->ncalls, MAX_CALLS);
     f->calls[f->ncalls++] = call;
     snprintf(f->last_args, sizeof(f->last_args), "%s", args);
     cJSON_free(args);
     if (f->mode == FAKE_SYNC_TEXT)
-        mcp_call_finish(call, cJSON_CreateString("done"));
+        mcp_call_result_text(call, "done", 4);
     else if (f->mode == FAKE_SYNC_FAIL)
-        mcp_call_fail(call, "boom", false);
+        mcp_call_tool_error(call, "boom");
+    else
+        mcp_call_on_cancel(call, fake_cancel_call, f);
 }
 
-static void fake_cancel_call(void *ctx, struct mcp_call *call)
+static void fake_cancel_request(struct mcp_call *call, void *arg)
 {
-    struct fake *f = ctx;
+    struct fake *f = arg;
 
-    ck_assert_uint_lt(f->ncancelled, MAX_CALLS);
-    f->cancelled[f->ncancelled++] = call;
+    ck_assert_uint_lt(f->nreq_cancelled, MAX_CALLS);
+    f->req_cancelled[f->nreq_cancelled++] = call;
+    mcp_call_error(call, -32603, "cancelled", NULL);
 }
 
-static void fake_request(void *ctx, struct mcp_request *req)
+static void fake_request(void *arg, struct mcp_call *req)
 {
-    struct fake *f = ctx;
+    struct fake *f = arg;
     cJSON *res;
 
     ck_assert_uint_lt(f->nreqs, MAX_CALLS);
     f->reqs[f->nreqs++] = req;
     if (f->req_sync) {
         res = cJSON_CreateObject();
-        cJSON_AddStringToObject(res, "method", mcp_request_method(req));
-        cJSON_AddItemToObject(res, "echo", cJSON_Duplicate(mcp_request_params(req), true));
-        mcp_request_finish(req, res);
+        cJSON_AddStringToObject(res, "method", mcp_call_method(req));
+        cJSON_AddItemToObject(res, "echo",
+                              mcp_call_params(req) ? cJSON_Duplicate(mcp_call_params(req), true)
+                                                   : cJSON_CreateObject());
+        mcp_call_result(req, res);
+        return;
     }
+    mcp_call_on_cancel(req, fake_cancel_request, f);
 }
 
-static void fake_cancel_request(void *ctx, struct mcp_request *req)
+/* A server with the test catalog's tools; with_resources adds the resources and prompts
+ * providers and the file:///{path} template. */
+static struct mcp_server *make_server(const struct mcp_server_info *si, bool with_resources)
 {
-    struct fake *f = ctx;
+    static const struct mcp_resource_template files = {.uri_template = "file:///{path}",
+                                                       .name = "Workspace file",
+                                                       .read = fake_request,
+                                                       .arg = &fk};
+    struct errinfo err = {0};
+    struct mcp_server *x = mcp_server_new(si, &err);
 
-    ck_assert_uint_lt(f->nreq_cancelled, MAX_CALLS);
-    f->req_cancelled[f->nreq_cancelled++] = req;
+    ck_assert_msg(x != NULL, "%s", err.msg);
+    ck_assert_int_eq(catalog_register_tools(cat, x, fake_call_tool, &fk, &err), 0);
+    if (with_resources) {
+        ck_assert_int_eq(mcp_server_add_resource_template(x, &files, &err), 0);
+        ck_assert_int_eq(mcp_server_set_resource_provider(x, fake_request, fake_request, &fk, &err),
+                         0);
+        ck_assert_int_eq(mcp_server_set_prompt_provider(x, fake_request, fake_request, &fk, &err),
+                         0);
+    }
+    return x;
 }
-
-static const struct mcp_backend fake_be = {fake_call_tool, fake_cancel_call, fake_send,
-                                           fake_request, fake_cancel_request};
-/* A back end without resources and prompts. */
-static const struct mcp_backend tools_only_be = {fake_call_tool, fake_cancel_call, fake_send, NULL,
-                                                 NULL};
 
 /* ---- helpers ---- */
 
 static void feed(const char *line)
 {
-    mcp_session_handle(s, line, strlen(line));
+    mcp_session_handle(s, line, strlen(line), NULL);
 }
 
 static cJSON *last(void)
 {
     ck_assert_uint_gt(fk.nsent, 0);
     return fk.sent[fk.nsent - 1];
+}
+
+/* Answers a tool call with a text result. */
+static void finish_text(struct mcp_call *c, const char *text)
+{
+    mcp_call_result_text(c, text, strlen(text));
 }
 
 static void clear_sent(void)
@@ -233,13 +279,17 @@ static void teardown_catalog(void)
 static void setup(void)
 {
     memset(&fk, 0, sizeof(fk));
-    s = mcp_session_new(cat, &fake_be, &fk, &info);
+    srv = make_server(&info, true);
+    s = mcp_session_new(srv, &fake_transport, &fk, 0, NULL);
     ck_assert_ptr_nonnull(s);
 }
 
 static void teardown(void)
 {
-    mcp_session_free(s);
+    if (s)
+        mcp_session_close(s);
+    ck_assert(fk.closed); /* every call was answered, so the session is gone */
+    mcp_server_free(srv);
     clear_sent();
 }
 
@@ -269,7 +319,7 @@ START_TEST(test_mcp_negotiates_version)
     ck_assert_str_eq(get(res, "protocolVersion")->valuestring, versions[_i].answered);
     ck_assert_str_eq(mcp_session_protocol(s), versions[_i].answered);
     caps = get(res, "capabilities");
-    ck_assert(cJSON_IsFalse(get(get(caps, "tools"), "listChanged")));
+    ck_assert(cJSON_IsTrue(get(get(caps, "tools"), "listChanged")));
     ck_assert(cJSON_IsObject(get(caps, "logging")));
     ck_assert(cJSON_IsObject(get(caps, "resources")));
     ck_assert(cJSON_IsObject(get(caps, "prompts")));
@@ -281,14 +331,16 @@ END_TEST
 
 START_TEST(test_mcp_initialize_without_instructions)
 {
-    static const struct mcp_server_info bare = {"x", "1", NULL};
-    struct mcp_session *s2 = mcp_session_new(cat, &fake_be, &fk, &bare);
+    static const struct mcp_server_info bare = {"x", "1", NULL, NULL, 0};
+    struct mcp_server *srv2 = make_server(&bare, false);
+    struct mcp_session *s2 = mcp_session_new(srv2, &fake_transport, &fk, 0, NULL);
     const char *line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
                        "\"params\":{\"protocolVersion\":\"2025-06-18\"}}";
 
-    mcp_session_handle(s2, line, strlen(line));
+    mcp_session_handle(s2, line, strlen(line), NULL);
     ck_assert_ptr_null(get(get(last(), "result"), "instructions"));
-    mcp_session_free(s2);
+    mcp_session_close(s2);
+    mcp_server_free(srv2);
 }
 END_TEST
 
@@ -372,8 +424,8 @@ START_TEST(test_mcp_unknown_method)
     init();
     feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"foo/bar\"}");
     assert_error(last(), -32601, 1, "Method not found: foo/bar");
-    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\"}");
-    assert_error(last(), -32601, 2, "resources/subscribe");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\"}");
+    assert_error(last(), -32601, 2, "server/discover"); /* modern only: it needs _meta */
 }
 END_TEST
 
@@ -456,13 +508,13 @@ END_TEST
 START_TEST(test_mcp_batch_refused_outside_2025_03_26)
 {
     feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
-    assert_error(last(), -32600, -1, "one message per line");
+    assert_error(last(), -32600, -1, "one message at a time");
     clear_sent();
     init_version("2025-06-18");
     feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
     ck_assert_uint_eq(fk.nsent, 1);
     assert_error(last(), -32600, -1, "2025-06-18");
-    assert_error(last(), -32600, -1, "one message per line");
+    assert_error(last(), -32600, -1, "one message at a time");
     feed("[]");
     assert_error(last(), -32600, -1, "2025-06-18");
 }
@@ -517,9 +569,9 @@ START_TEST(test_mcp_batch_waits_for_async_calls)
          "\"arguments\":{\"text\":\"b\"}}}]");
     ck_assert_uint_eq(fk.ncalls, 2);
     ck_assert_uint_eq(fk.nsent, 0);
-    mcp_call_finish(fk.calls[1], cJSON_CreateString("second"));
+    finish_text(fk.calls[1], "second");
     ck_assert_uint_eq(fk.nsent, 0);
-    mcp_call_fail(fk.calls[0], "first failed", true);
+    mcp_call_tool_error(fk.calls[0], "first failed");
     ck_assert_uint_eq(fk.nsent, 1);
     arr = last();
     ck_assert_int_eq(cJSON_GetArraySize(arr), 3);
@@ -555,7 +607,7 @@ START_TEST(test_mcp_batch_member_cancelled)
     feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
          "{\"requestId\":1}}");
     ck_assert_uint_eq(fk.nsent, 0);
-    mcp_call_finish(fk.calls[1], NULL);
+    finish_text(fk.calls[1], "");
     ck_assert_uint_eq(fk.nsent, 1);
     ck_assert_int_eq(cJSON_GetArraySize(last()), 1);
     ck_assert_int_eq(get(cJSON_GetArrayItem(last(), 0), "id")->valueint, 2);
@@ -692,6 +744,46 @@ START_TEST(test_mcp_nul_escape_is_tool_error)
 }
 END_TEST
 
+/* cJSON cuts strings at \u0000; ids must still come back exactly as sent. */
+START_TEST(test_mcp_nul_in_id_round_trips)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"ping\"}");
+    ck_assert_str_eq(fk.last_text, "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"result\":{}}");
+    /* Another spelling of the same id comes back in the canonical one. */
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":\"\\u0061\\u0000\\n\"}");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"a\\u0000\\n\""));
+    /* A tool call's answer, and "a" and "a\u0000b" are two ids in flight. */
+    call_echo(0, "x"); /* id 0 */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"q\"}}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"r\"}}}");
+    ck_assert_uint_eq(fk.ncalls, 3);
+    finish_text(fk.calls[1], "done");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"a\\u0000b\","));
+    /* The client cancels the NUL id by its exact text: only that call is cancelled. */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000c\",\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"echo\",\"arguments\":{\"text\":\"s\"}}}");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":\"a\\u0000c\"}}");
+    ck_assert_uint_eq(fk.ncancelled, 1);
+    ck_assert_ptr_eq(fk.cancelled[0], fk.calls[3]);
+}
+END_TEST
+
+START_TEST(test_mcp_nul_in_batch_ids_round_trips)
+{
+    init_version("2025-03-26");
+    feed("[{\"jsonrpc\":\"2.0\",\"id\":\"x\\u0000\",\"method\":\"ping\"},"
+         " {\"id\":\"y\",\"jsonrpc\":\"2.0\",\"method\":\"ping\"},"
+         "{\"method\":\"ping\",\"jsonrpc\":\"2.0\",\"id\":\"\\u0000z\"}]");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"x\\u0000\""));
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"y\""));
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "\"id\":\"\\u0000z\""));
+}
+END_TEST
+
 START_TEST(test_mcp_duplicate_id_in_flight)
 {
     init();
@@ -705,7 +797,7 @@ START_TEST(test_mcp_duplicate_id_in_flight)
     /* A string id "5" is a different id. */
     feed("{\"jsonrpc\":\"2.0\",\"id\":\"5\",\"method\":\"ping\"}");
     ck_assert(cJSON_IsObject(get(last(), "result")));
-    mcp_call_finish(fk.calls[0], cJSON_CreateString("ok"));
+    finish_text(fk.calls[0], "ok");
     call_echo(5, "c"); /* free again once answered */
     ck_assert_uint_eq(fk.ncalls, 2);
 }
@@ -719,14 +811,14 @@ START_TEST(test_mcp_call_accessors)
     feed("{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"tools/call\",\"params\":"
          "{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\",\"n\":3}}}");
     ck_assert_uint_eq(fk.ncalls, 1);
-    ck_assert_str_eq(catalog_tool_name(mcp_call_tool(fk.calls[0])), "echo");
-    ck_assert_str_eq(get(mcp_call_args(fk.calls[0]), "text")->valuestring, "hi");
+    ck_assert_str_eq(mcp_call_name(fk.calls[0]), "echo");
+    ck_assert_str_eq(get(mcp_call_arguments(fk.calls[0]), "text")->valuestring, "hi");
     ck_assert_str_eq(mcp_call_id_text(fk.calls[0]), "\"abc\"");
     ck_assert_ptr_null(mcp_call_get_data(fk.calls[0]));
     mcp_call_set_data(fk.calls[0], &fk);
     ck_assert_ptr_eq(mcp_call_get_data(fk.calls[0]), &fk);
     ck_assert_uint_eq(mcp_session_inflight(s), 1);
-    mcp_call_finish(fk.calls[0], cJSON_CreateString("x"));
+    finish_text(fk.calls[0], "x");
     ck_assert_str_eq(get(last(), "id")->valuestring, "abc");
     ck_assert_uint_eq(mcp_session_inflight(s), 0);
 }
@@ -737,7 +829,7 @@ START_TEST(test_mcp_finish_with_string)
     init();
     call_echo(1, "a");
     ck_assert_uint_eq(fk.nsent, 0);
-    mcp_call_finish(fk.calls[0], cJSON_CreateString("hello \"world\"\n\t\x01 \xc3\xa9"));
+    finish_text(fk.calls[0], "hello \"world\"\n\t\x01 \xc3\xa9");
     ck_assert_uint_eq(fk.nsent, 1);
     ck_assert_int_eq(get(last(), "id")->valueint, 1);
     ck_assert_str_eq(tool_text(last(), false), "hello \"world\"\n\t\x01 \xc3\xa9");
@@ -749,9 +841,9 @@ START_TEST(test_mcp_finish_replaces_invalid_utf8)
 {
     init();
     call_echo(1, "a");
-    mcp_call_finish(fk.calls[0], cJSON_CreateString("a\xff"
-                                                    "b\xed\xa0\x80"
-                                                    "c\xe2\x82"));
+    finish_text(fk.calls[0], "a\xff"
+                             "b\xed\xa0\x80"
+                             "c\xe2\x82");
     ck_assert_str_eq(tool_text(last(), false), "a\xef\xbf\xbd"
                                                "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
                                                "c\xef\xbf\xbd\xef\xbf\xbd");
@@ -776,7 +868,7 @@ START_TEST(test_mcp_finish_text_round_trips)
             memcpy(text + pos, specials[k], sl);
             text[pos + sl + 17] = '\0';
             call_echo(id, "x");
-            mcp_call_finish(fk.calls[fk.ncalls - 1], cJSON_CreateString(text));
+            finish_text(fk.calls[fk.ncalls - 1], text);
             ck_assert_int_eq(get(last(), "id")->valueint, id);
             ck_assert_str_eq(tool_text(last(), false), text);
             clear_sent();
@@ -790,7 +882,7 @@ START_TEST(test_mcp_finish_with_null_is_empty_text)
 {
     init();
     call_echo(1, "a");
-    mcp_call_finish(fk.calls[0], NULL);
+    finish_text(fk.calls[0], "");
     ck_assert_str_eq(tool_text(last(), false), "");
 }
 END_TEST
@@ -799,16 +891,18 @@ START_TEST(test_mcp_finish_with_object_and_output_schema)
 {
     cJSON *obj = cJSON_Parse("{\"size\":12,\"name\":\"a\\\"b\"}");
     cJSON *want = cJSON_Duplicate(obj, true);
+    char *printed = cJSON_PrintUnformatted(obj);
     cJSON *text;
 
     init();
     feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\"}}");
-    mcp_call_finish(fk.calls[0], obj);
+    mcp_call_result_text_structured(fk.calls[0], printed, strlen(printed), obj);
     text = cJSON_Parse(tool_text(last(), false));
     ck_assert(cJSON_Compare(text, want, true));
     ck_assert(cJSON_Compare(get(get(last(), "result"), "structuredContent"), want, true));
     cJSON_Delete(text);
     cJSON_Delete(want);
+    cJSON_free(printed);
 }
 END_TEST
 
@@ -818,12 +912,12 @@ START_TEST(test_mcp_finish_structured_keeps_text_and_adds_facts)
 
     init();
     feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\"}}");
-    mcp_call_finish_structured(fk.calls[0], cJSON_CreateString("hi\n"), cJSON_Duplicate(want, 1));
+    mcp_call_result_text_structured(fk.calls[0], "hi\n", 3, cJSON_Duplicate(want, 1));
     ck_assert_str_eq(tool_text(last(), false), "hi\n");
     ck_assert(cJSON_Compare(get(get(last(), "result"), "structuredContent"), want, true));
     /* Without an outputSchema the facts are dropped and the text stays. */
     call_echo(2, "a");
-    mcp_call_finish_structured(fk.calls[1], cJSON_CreateString("t"), cJSON_Duplicate(want, 1));
+    mcp_call_result_text_structured(fk.calls[1], "t", 1, cJSON_Duplicate(want, 1));
     ck_assert_str_eq(tool_text(last(), false), "t");
     ck_assert_ptr_null(get(get(last(), "result"), "structuredContent"));
     cJSON_Delete(want);
@@ -834,34 +928,27 @@ START_TEST(test_mcp_structured_content_only_for_objects_with_schema)
 {
     init();
     call_echo(1, "a"); /* echo has no outputSchema */
-    mcp_call_finish(fk.calls[0], cJSON_Parse("{\"size\":1}"));
+    mcp_call_result_text_structured(fk.calls[0], "{\"size\":1}", 10, cJSON_Parse("{\"size\":1}"));
     ck_assert_str_eq(tool_text(last(), false), "{\"size\":1}");
     ck_assert_ptr_null(get(get(last(), "result"), "structuredContent"));
     feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\"}}");
-    mcp_call_finish(fk.calls[1], cJSON_Parse("[1,2]")); /* stat has one, but not an object */
+    /* stat has one, but the facts are not an object */
+    mcp_call_result_text_structured(fk.calls[1], "[1,2]", 5, cJSON_Parse("[1,2]"));
     ck_assert_str_eq(tool_text(last(), false), "[1,2]");
     ck_assert_ptr_null(get(get(last(), "result"), "structuredContent"));
 }
 END_TEST
 
-START_TEST(test_mcp_fail_with_and_without_timeout)
+START_TEST(test_mcp_tool_error_keeps_the_message)
 {
-    cJSON *inner;
-
     init();
     call_echo(1, "a");
     call_echo(2, "b");
-    mcp_call_fail(fk.calls[0], "MCP proxy timeout", true);
-    inner = cJSON_Parse(tool_text(last(), true));
-    ck_assert_str_eq(get(inner, "error")->valuestring, "MCP proxy timeout");
-    ck_assert(cJSON_IsTrue(get(inner, "timeout")));
-    cJSON_Delete(inner);
-    mcp_call_fail(fk.calls[1], "no \"such\" file\n", false);
-    ck_assert_int_eq(get(last(), "id")->valueint, 2);
-    inner = cJSON_Parse(tool_text(last(), true));
-    ck_assert_str_eq(get(inner, "error")->valuestring, "no \"such\" file\n");
-    ck_assert(cJSON_IsFalse(get(inner, "timeout")));
-    cJSON_Delete(inner);
+    mcp_call_tool_error(fk.calls[0], "no \"such\" file\n");
+    ck_assert_int_eq(get(last(), "id")->valueint, 1);
+    ck_assert_str_eq(tool_text(last(), true), "no \"such\" file\n");
+    mcp_call_tool_error(fk.calls[1], NULL);
+    ck_assert_str_eq(tool_text(last(), true), "the tool failed without saying why");
 }
 END_TEST
 
@@ -894,7 +981,7 @@ START_TEST(test_mcp_many_calls_in_flight)
         char want[16];
 
         snprintf(want, sizeof(want), "r%d", i);
-        mcp_call_finish(fk.calls[i], cJSON_CreateString(want));
+        finish_text(fk.calls[i], want);
         ck_assert_int_eq(get(last(), "id")->valueint, 1000 + i);
         ck_assert_str_eq(tool_text(last(), false), want);
     }
@@ -941,7 +1028,7 @@ START_TEST(test_mcp_progress_with_token)
     ck_assert_uint_eq(fk.nsent, 2);
     ck_assert_ptr_null(get(p, "total"));
     ck_assert_ptr_null(get(p, "message"));
-    mcp_call_finish(fk.calls[0], NULL);
+    finish_text(fk.calls[0], "");
     ck_assert_uint_eq(fk.nsent, 3);
 }
 END_TEST
@@ -990,7 +1077,7 @@ START_TEST(test_mcp_cancel_in_flight_call)
     /* The id is free again and the other call still answers. */
     call_echo(1, "c");
     ck_assert_uint_eq(fk.ncalls, 3);
-    mcp_call_finish(fk.calls[1], cJSON_CreateString("two"));
+    finish_text(fk.calls[1], "two");
     ck_assert_uint_eq(fk.nsent, 1);
     ck_assert_int_eq(get(last(), "id")->valueint, 2);
 }
@@ -1008,7 +1095,7 @@ START_TEST(test_mcp_cancel_initialize_ignored)
 }
 END_TEST
 
-START_TEST(test_mcp_free_cancels_in_flight)
+START_TEST(test_mcp_close_cancels_in_flight)
 {
     init_version("2025-03-26");
     call_echo(1, "a");
@@ -1016,10 +1103,11 @@ START_TEST(test_mcp_free_cancels_in_flight)
     feed("[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
          "\"arguments\":{\"text\":\"c\"}}},{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
     ck_assert_uint_eq(mcp_session_inflight(s), 3);
-    mcp_session_free(s);
+    mcp_session_close(s);
     s = NULL;
     ck_assert_uint_eq(fk.ncancelled, 3);
     ck_assert_uint_eq(fk.nsent, 0);
+    ck_assert(fk.closed);
 }
 END_TEST
 
@@ -1031,19 +1119,24 @@ static void setup_ready(void)
     init();
 }
 
-START_TEST(test_mcp_no_request_op_means_no_capabilities)
+START_TEST(test_mcp_no_providers_means_no_capabilities)
 {
-    struct mcp_session *s2 = mcp_session_new(cat, &tools_only_be, &fk, &info);
+    struct mcp_server *srv2 = make_server(&info, false);
+    struct mcp_session *s2 = mcp_session_new(srv2, &fake_transport, &fk, 0, NULL);
     const char *line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
                        "\"params\":{\"protocolVersion\":\"2025-06-18\"}}";
     const char *list = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\"}";
+    const char *prompts = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/list\"}";
 
-    mcp_session_handle(s2, line, strlen(line));
+    mcp_session_handle(s2, line, strlen(line), NULL);
     ck_assert_ptr_null(get(get(get(last(), "result"), "capabilities"), "resources"));
     ck_assert_ptr_null(get(get(get(last(), "result"), "capabilities"), "prompts"));
-    mcp_session_handle(s2, list, strlen(list));
+    mcp_session_handle(s2, list, strlen(list), NULL);
     assert_error(last(), -32601, 2, "resources/list");
-    mcp_session_free(s2);
+    mcp_session_handle(s2, prompts, strlen(prompts), NULL);
+    assert_error(last(), -32601, 3, "prompts/list");
+    mcp_session_close(s2);
+    mcp_server_free(srv2);
 }
 END_TEST
 
@@ -1076,8 +1169,6 @@ static const struct {
      "params.uri"},
     {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\",\"params\":{\"cursor\":1}}",
      "params.cursor"},
-    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\",\"params\":{\"cursor\":\"x\"}}",
-     "invalid cursor"},
     {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{}}", "params.name"},
     {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{\"name\":\"a\","
      "\"arguments\":[1]}}",
@@ -1119,16 +1210,16 @@ START_TEST(test_mcp_request_finished_later_and_failed)
     feed("{\"jsonrpc\":\"2.0\",\"id\":\"r2\",\"method\":\"prompts/list\"}");
     ck_assert_uint_eq(fk.nsent, 0);
     ck_assert_uint_eq(mcp_session_inflight(s), 2);
-    ck_assert_str_eq(mcp_request_id_text(fk.reqs[0]), "\"r1\"");
+    ck_assert_str_eq(mcp_call_id_text(fk.reqs[0]), "\"r1\"");
     /* The same id again while in flight is refused. */
     feed("{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"prompts/list\"}");
     ck_assert_int_eq(get(get(last(), "error"), "code")->valueint, -32600);
-    mcp_request_fail(fk.reqs[0], -32602, "resource file:///x: no such file");
+    mcp_call_error(fk.reqs[0], -32602, "resource file:///x: no such file", NULL);
     ck_assert_str_eq(get(last(), "id")->valuestring, "r1");
     ck_assert_int_eq(get(get(last(), "error"), "code")->valueint, -32602);
     ck_assert_str_eq(get(get(last(), "error"), "message")->valuestring,
                      "resource file:///x: no such file");
-    mcp_request_finish(fk.reqs[1], NULL);
+    mcp_call_result(fk.reqs[1], NULL);
     ck_assert_str_eq(get(last(), "id")->valuestring, "r2");
     ck_assert(cJSON_IsObject(get(last(), "result")));
     ck_assert_uint_eq(mcp_session_inflight(s), 0);
@@ -1146,7 +1237,7 @@ START_TEST(test_mcp_request_cancelled)
     ck_assert_uint_eq(fk.nsent, 0);
     /* And free cancels the ones still in flight. */
     feed("{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"prompts/list\"}");
-    mcp_session_free(s);
+    mcp_session_close(s);
     s = NULL;
     ck_assert_uint_eq(fk.nreq_cancelled, 2);
 }
@@ -1154,13 +1245,13 @@ END_TEST
 
 START_TEST(test_mcp_request_in_batch)
 {
-    mcp_session_free(s);
-    s = mcp_session_new(cat, &fake_be, &fk, &info);
+    mcp_session_close(s);
+    s = mcp_session_new(srv, &fake_transport, &fk, 0, NULL);
     init_version("2025-03-26");
     feed("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
          "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\"}]");
     ck_assert_uint_eq(fk.nsent, 0); /* waits for the request */
-    mcp_request_finish(fk.reqs[0], cJSON_CreateObject());
+    mcp_call_result(fk.reqs[0], cJSON_CreateObject());
     ck_assert_uint_eq(fk.nsent, 1);
     ck_assert_int_eq(cJSON_GetArraySize(last()), 2);
 }
@@ -1223,6 +1314,8 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_validation_error_names_argument);
     tcase_add_test(tc, test_mcp_validation_counts_extra_problems);
     tcase_add_test(tc, test_mcp_nul_escape_is_tool_error);
+    tcase_add_test(tc, test_mcp_nul_in_id_round_trips);
+    tcase_add_test(tc, test_mcp_nul_in_batch_ids_round_trips);
     tcase_add_test(tc, test_mcp_duplicate_id_in_flight);
     suite_add_tcase(su, tc);
 
@@ -1237,7 +1330,7 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_finish_with_object_and_output_schema);
     tcase_add_test(tc, test_mcp_finish_structured_keeps_text_and_adds_facts);
     tcase_add_test(tc, test_mcp_structured_content_only_for_objects_with_schema);
-    tcase_add_test(tc, test_mcp_fail_with_and_without_timeout);
+    tcase_add_test(tc, test_mcp_tool_error_keeps_the_message);
     tcase_add_test(tc, test_mcp_finish_inside_call_tool);
     tcase_add_test(tc, test_mcp_many_calls_in_flight);
     suite_add_tcase(su, tc);
@@ -1255,13 +1348,13 @@ static Suite *mcp_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_mcp_cancel_in_flight_call);
     tcase_add_test(tc, test_mcp_cancel_initialize_ignored);
-    tcase_add_test(tc, test_mcp_free_cancels_in_flight);
+    tcase_add_test(tc, test_mcp_close_cancels_in_flight);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("resources_prompts");
     tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
     tcase_add_checked_fixture(tc, setup_ready, teardown);
-    tcase_add_test(tc, test_mcp_no_request_op_means_no_capabilities);
+    tcase_add_test(tc, test_mcp_no_providers_means_no_capabilities);
     tcase_add_test(tc, test_mcp_requests_reach_back_end_with_params);
     tcase_add_loop_test(tc, test_mcp_request_params_checked, 0,
                         (int)(sizeof(bad_params) / sizeof(bad_params[0])));

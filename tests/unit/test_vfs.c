@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -556,6 +557,64 @@ START_TEST(test_vfs_list_capped)
 }
 END_TEST
 
+static const struct {
+    const char *name;
+    bool temp;
+} temp_rows[] = {
+    {".a.txt.rbx-Ab12Cd", true},  {".x.rbx-000000", true},
+    {".a.b.c.rbx-zzzzzz", true},  {"a.txt.rbx-Ab12Cd", false}, /* no leading dot */
+    {"..rbx-Ab12Cd", false},                                   /* no name */
+    {".a.rbx-Ab12C", false},                                   /* five characters */
+    {".a.rbx-Ab12Cde", false},                                 /* seven */
+    {".a.rbx-Ab-2Cd", false},                                  /* not a letter or digit */
+    {".a.txt.rbx_Ab12Cd", false},                              /* not ".rbx-" */
+    {".rbx-Ab12Cd", false},       {"", false},
+};
+
+START_TEST(test_vfs_temp_names)
+{
+    const char *n = temp_rows[_i].name;
+
+    ck_assert_msg(vfs_is_temp_name(n, strlen(n)) == temp_rows[_i].temp, "%s", n);
+}
+END_TEST
+
+/* What a write killed with the daemon leaves: hidden from list_dir; the sweep removes stale
+ * ones (older than `before`), in every directory, and keeps everything else. */
+START_TEST(test_vfs_temps_hidden_and_swept)
+{
+    struct vfs_listing l = {0};
+    struct timespec old[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+
+    mkdir_host("ws/d");
+    mkdir_host("ws/d/e");
+    put_host("ws/d/a.txt", "a", 1);
+    put_host("ws/d/.a.txt.rbx-Ab12Cd", "half", 4);
+    put_host("ws/d/e/.b.rbx-000000", "half", 4);
+    put_host("ws/d/.new.rbx-zzzzzz", "in flight", 9);
+    put_host("ws/.x.rbx-toolong1", "mine", 4);
+    mkdir_host("ws/.dir.rbx-qqqqqq"); /* a directory is never a temporary file */
+    ck_assert_int_eq(utimensat(AT_FDCWD, hp("ws/d/.a.txt.rbx-Ab12Cd"), old, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, hp("ws/d/e/.b.rbx-000000"), old, 0), 0);
+
+    ck_assert_int_eq(vfs_list(v, "/d", 0, &l, &err), 0);
+    ck_assert_uint_eq(l.count, 2); /* a.txt and e */
+    ck_assert_uint_eq(l.total, 2);
+    ck_assert_str_eq(l.entries[0].name, "a.txt");
+    ck_assert_str_eq(l.entries[1].name, "e");
+    vfs_listing_cleanup(&l);
+
+    ck_assert_uint_eq(vfs_sweep_temps(v, 2000), 2);
+    ck_assert_int_eq(access(hp("ws/d/.a.txt.rbx-Ab12Cd"), F_OK), -1);
+    ck_assert_int_eq(access(hp("ws/d/e/.b.rbx-000000"), F_OK), -1);
+    ck_assert_int_eq(access(hp("ws/d/.new.rbx-zzzzzz"), F_OK), 0);
+    ck_assert_int_eq(access(hp("ws/d/a.txt"), F_OK), 0);
+    ck_assert_int_eq(access(hp("ws/.x.rbx-toolong1"), F_OK), 0);
+    ck_assert_int_eq(access(hp("ws/.dir.rbx-qqqqqq"), F_OK), 0);
+    ck_assert_uint_eq(vfs_sweep_temps(v, 2000), 0);
+}
+END_TEST
+
 START_TEST(test_vfs_stat_types)
 {
     struct vfs_stat st;
@@ -676,6 +735,8 @@ static pid_t dead_pid(void)
     return pid;
 }
 
+static const struct timespec long_ago[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+
 START_TEST(test_vfs_memory_removes_stale_dirs)
 {
     char *stale = shm_dirs[0], *live = shm_dirs[1], *handed = shm_dirs[2], file[300];
@@ -698,6 +759,10 @@ START_TEST(test_vfs_memory_removes_stale_dirs)
     fd = open(file, O_WRONLY | O_CREAT, 0600);
     ck_assert_int_ge(fd, 0);
     close(fd);
+    /* Leftovers are old; a directory made in the last minute may belong to a daemon starting. */
+    ck_assert_int_eq(utimensat(AT_FDCWD, stale, long_ago, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, handed, long_ago, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, live, long_ago, 0), 0);
 
     m = vfs_open(VFS_MEMORY, NULL, &err);
     ck_assert_msg(m != NULL, "%s", err.msg);
@@ -705,6 +770,41 @@ START_TEST(test_vfs_memory_removes_stale_dirs)
     ck_assert_int_eq(access(handed, F_OK), -1);
     ck_assert_int_eq(access(live, F_OK), 0); /* its daemon still runs */
     vfs_free(m);
+}
+END_TEST
+
+/* A daemon in another pid namespace (a container sharing /dev/shm): the pid in its directory's
+ * name runs nothing here, but the daemon holds the directory's lock, so the directory stays;
+ * once the lock is gone it is stale. Also: a fresh directory is never taken for stale. */
+START_TEST(test_vfs_memory_keeps_dirs_of_other_pid_namespaces)
+{
+    char *other = shm_dirs[0], *young = shm_dirs[1];
+    const char *shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    struct vfs *m;
+    int lock;
+
+    if (strcmp(shm, "/tmp") == 0)
+        setenv("TMPDIR", "/tmp", 1);
+    snprintf(other, sizeof(shm_dirs[0]), "%s/runbox-mem-%ld-otherns", shm, (long)dead_pid());
+    snprintf(young, sizeof(shm_dirs[1]), "%s/runbox-mem-%ld-young1", shm, (long)dead_pid());
+    ck_assert_int_eq(mkdir(other, 0700), 0);
+    ck_assert_int_eq(mkdir(young, 0700), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, other, long_ago, 0), 0);
+    lock = open(other, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(lock, 0);
+    ck_assert_int_eq(flock(lock, LOCK_SH), 0);
+
+    m = vfs_open(VFS_MEMORY, NULL, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
+    vfs_free(m);
+    ck_assert_int_eq(access(other, F_OK), 0);
+    ck_assert_int_eq(access(young, F_OK), 0);
+
+    close(lock); /* that daemon ends */
+    m = vfs_open(VFS_MEMORY, NULL, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
+    vfs_free(m);
+    ck_assert_int_eq(access(other, F_OK), -1);
 }
 END_TEST
 
@@ -749,6 +849,8 @@ static Suite *vfs_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_vfs_list_sorted_types);
     tcase_add_test(tc, test_vfs_list_capped);
+    tcase_add_loop_test(tc, test_vfs_temp_names, 0, sizeof(temp_rows) / sizeof(temp_rows[0]));
+    tcase_add_test(tc, test_vfs_temps_hidden_and_swept);
     tcase_add_test(tc, test_vfs_stat_types);
     suite_add_tcase(s, tc);
 
@@ -763,6 +865,7 @@ static Suite *vfs_suite(void)
     tcase_add_test(tc, test_vfs_open_creates_root);
     tcase_add_test(tc, test_vfs_memory_lifecycle);
     tcase_add_test(tc, test_vfs_memory_removes_stale_dirs);
+    tcase_add_test(tc, test_vfs_memory_keeps_dirs_of_other_pid_namespaces);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,11 +6,26 @@
 -- Runs as one ChangeHistoryService recording like any write tool, so Ctrl+Z undoes it.
 
 local Values = require(script.Parent.Parent.Values)
+local Globals = require(script.Parent.Parent.Globals)
 local U = require(script.Parent.Util)
 
 local MAX_CODE = 200000
 local MAX_OUTPUT_LINES = 500
 local MAX_OUTPUT_CHARS = 50000
+
+-- error({...}) raises a table: its message field, else its JSON, instead of "table: 0x...".
+local function errorText(err)
+	if type(err) ~= "table" then
+		return tostring(err)
+	end
+	if err.message ~= nil then
+		return tostring(err.message)
+	end
+	local ok, text = pcall(function()
+		return game:GetService("HttpService"):JSONEncode(Values.encode(err))
+	end)
+	return ok and text or tostring(err)
+end
 
 local T = {}
 
@@ -29,7 +44,9 @@ T.execute_luau = {
 			error("compile error: " .. tostring(cerr), 0)
 		end
 		local output, chars, truncated = {}, 0, false
-		local base = ctx.env or getfenv(0)
+		-- ctx.env (tests) is a table with an __index; in Studio the globals table of Globals.lua
+		-- (no getfenv on the plugin's own code: that would deoptimise the whole plugin).
+		local base = ctx.env or Globals.env()
 		local function capture(level, forward)
 			return function(...)
 				local parts = {}
@@ -66,7 +83,7 @@ T.execute_luau = {
 			for _, o in ipairs(output) do
 				table.insert(lines, (o.level == "warn" and "[warn] " or "") .. o.message)
 			end
-			local msg = "runtime error: " .. tostring(res[2])
+			local msg = "runtime error: " .. errorText(res[2])
 			if #lines > 0 then
 				msg = msg .. "\noutput before the error:\n" .. table.concat(lines, "\n")
 			end

@@ -25,7 +25,7 @@ local CANDIDATES = {
 	"Part0", "Part1",
 	-- humanoid, camera, lighting, workspace, players
 	"Health", "MaxHealth", "WalkSpeed", "FieldOfView", "CameraSubject", "CurrentCamera", "Gravity", "ClockTime",
-	"Ambient", "OutdoorAmbient", "FogEnd", "MaxPlayers", "TeamColor", "LoadStringEnabled", "HttpEnabled",
+	"Ambient", "OutdoorAmbient", "FogEnd", "MaxPlayers", "TeamColor", "HttpEnabled",
 }
 
 local BASES = { "BasePart", "PVInstance", "Model", "GuiObject", "GuiBase2d", "LayerCollector", "LuaSourceContainer",
@@ -55,7 +55,10 @@ local function shownChildren(inst)
 	end
 	local out = {}
 	for _, c in ipairs(list) do
-		if MAIN_SERVICES[c.ClassName] or #children(c) > 0 then
+		local ok, show = pcall(function()
+			return not U.isInternal(c) and (MAIN_SERVICES[c.ClassName] or #children(c) > 0)
+		end)
+		if ok and show then
 			table.insert(out, c)
 		end
 	end
@@ -70,7 +73,9 @@ local function propertyNames(className, ctx)
 		local names = {}
 		for _, p in ipairs(list) do
 			local n = type(p) == "table" and p.Name or p
-			if type(n) == "string" then
+			-- deprecated properties (they carry a deprecation message) only make answers longer
+			local deprecated = type(p) == "table" and type(p.Display) == "table" and p.Display.DeprecationMessage ~= nil
+			if type(n) == "string" and not deprecated then
 				table.insert(names, n)
 			end
 		end
@@ -106,6 +111,8 @@ local function matches(text, query, caseSensitive)
 	end
 	return text:lower():find(query:lower(), 1, true) ~= nil
 end
+
+local SUMMARY_MAX = 500000 -- instances summarize_game counts at most
 
 local T = {}
 
@@ -212,7 +219,7 @@ T.get_place_info = {
 			gameId = g.GameId,
 			creatorId = g.CreatorId,
 			placeVersion = g.PlaceVersion,
-			mode = run:IsRunning() and "running" or "edit",
+			mode = run:IsEdit() and "edit" or "running",
 			workspaceChildren = #children(g:GetService("Workspace")),
 			scripts = scripts,
 		}
@@ -345,7 +352,7 @@ T.search_by_property = {
 				cache[key] = { ok = okd, value = want }
 			end
 			local want = cache[key]
-			if want.ok and want.value == cur then
+			if want.ok and Values.near(want.value, cur) then
 				if #results >= limit then
 					truncated = true
 					return true
@@ -472,9 +479,13 @@ T.summarize_game = {
 		local g = ctx.game
 		local counts, total, scripts, lines = {}, 0, 0, 0
 		local services = {}
+		local cut = false
 		for _, svc in ipairs(shownChildren(g)) do
 			local n = 0
-			U.walk(svc, function(inst)
+			cut = cut or U.walk(svc, function(inst)
+				if total + n >= SUMMARY_MAX then
+					return true
+				end
 				n = n + 1
 				counts[inst.ClassName] = (counts[inst.ClassName] or 0) + 1
 				if U.isScript(inst) then
@@ -484,7 +495,7 @@ T.summarize_game = {
 						lines = lines + #U.splitLines(src)
 					end
 				end
-				return n >= 200000
+				return false
 			end)
 			total = total + n
 			table.insert(services, { name = svc.Name, descendants = n })
@@ -512,6 +523,8 @@ T.summarize_game = {
 			topClasses = classes,
 			services = services,
 			tags = okT and tags or {},
+			truncated = cut,
+			note = cut and ("stopped counting at " .. SUMMARY_MAX .. " instances") or nil,
 		}
 	end,
 }

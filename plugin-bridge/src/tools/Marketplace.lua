@@ -19,9 +19,16 @@ T.insert_model = {
 			if query == nil or query == "" then
 				error("give asset_id (a number) or query (search words)", 0)
 			end
+			-- GetFreeModels is deprecated for GetFreeModelsAsync (InsertService.yaml); older
+			-- Studios have only the former.
 			local ok, pages = pcall(function()
-				return ins:GetFreeModels(query, 0)
+				return ins:GetFreeModelsAsync(query, 0)
 			end)
+			if not ok then
+				ok, pages = pcall(function()
+					return ins:GetFreeModels(query, 0)
+				end)
+			end
 			if not ok then
 				error("search for \"" .. query .. "\" failed: " .. tostring(pages), 0)
 			end

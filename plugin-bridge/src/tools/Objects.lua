@@ -77,6 +77,20 @@ local function build(ctx, spec)
 	return inst
 end
 
+-- Undoes what a failed batch made: while the call is recorded, its Cancel reverts everything
+-- (FinishRecording Cancel "reverts the changes it captured"), and a Destroy inside the recording
+-- could keep undo from restoring an instance; unrecorded, the instances are destroyed.
+local function rollback(ctx, made)
+	if ctx.recording ~= nil then
+		return
+	end
+	for _, m in ipairs(made) do
+		pcall(function()
+			m:Destroy()
+		end)
+	end
+end
+
 local function createMany(ctx, list)
 	if #list == 0 then
 		error("\"objects\" is empty", 0)
@@ -88,9 +102,7 @@ local function createMany(ctx, list)
 	for i, spec in ipairs(list) do
 		local ok, inst = pcall(build, ctx, spec)
 		if not ok then
-			for _, m in ipairs(made) do
-				m:Destroy()
-			end
+			rollback(ctx, made)
 			error("objects[" .. i .. "]: " .. tostring(inst) .. " (nothing was created)", 0)
 		end
 		table.insert(made, inst)
@@ -207,7 +219,13 @@ T.delete_object = {
 		end
 		local path = Paths.format(inst)
 		local n = #inst:GetDescendants()
-		inst:Destroy()
+		-- Parent = nil, not Destroy: Destroy locks Parent, and undo must be able to put the
+		-- instance back (Instance.yaml); unrecorded there is no undo, so Destroy frees it.
+		if ctx.recording ~= nil then
+			inst.Parent = nil
+		else
+			inst:Destroy()
+		end
 		return { deleted = path, descendants = n }
 	end,
 }
@@ -247,9 +265,7 @@ T.mass_duplicate = {
 			local ok, made = pcall(duplicate, ctx, spec)
 			if not ok then
 				for _, group in ipairs(all) do
-					for _, m in ipairs(group) do
-						m:Destroy()
-					end
+					rollback(ctx, group)
 				end
 				error("duplicates[" .. i .. "]: " .. tostring(made):gsub("^.-:%d+: ", "") .. " (nothing was created)", 0)
 			end

@@ -1,120 +1,148 @@
 -- tools/Playtest.lua - play tests through StudioTestService.
 --
--- StudioTestService:ExecutePlayModeAsync / ExecuteRunModeAsync start a session and yield until
--- it ends; StudioTestService:EndTest(value) ends it, but only when called from the server
--- DataModel of the test (it errors elsewhere). There is no "Stop" method. So:
---   start_play / run_server  start the session in a new thread and answer at once.
---   stop_play                in the play server (or run mode) DataModel: EndTest, then
---                            RunService:Stop() for run mode. In the edit DataModel: writes the
---                            plugin setting STOP_SETTING (a fresh token); the plugin copy that
---                            runs in the play server watches it (PlayStop.watch) and calls
---                            EndTest. The daemon may also route stop_play straight to a
---                            connected server instance.
---   run_script_in_play_mode  adds a temporary Script to ServerScriptService that runs the code
---                            in the server, collects its output and calls EndTest with the
---                            result; times out after `timeout` seconds; the Script is removed
---                            afterwards. The code is compiled in the plugin first, so a syntax
---                            error fails at once instead of hanging the test. Sent to the
---                            plugin copy in a running play server (the daemon routes it there
---                            while a test runs), it runs the code right there instead.
+-- StudioTestService:ExecutePlayModeAsync / ExecuteRunModeAsync start a session (the engine
+-- copies the place into a new server DataModel) and yield until it ends; EndTest(value) ends it
+-- from that server DataModel, returns at once and ends the session a moment later, also for a
+-- test the user started by hand (StudioTestService.yaml). So:
+--   start_play / run_server  start the session in a new thread with test arguments
+--                            {runbox = {nonce, parent, deadline?}} (the server copy reads them
+--                            with GetTestArgs: who started the test, for which window), then
+--                            wait up to START_WAIT seconds for a start that fails after
+--                            yielding ("Previous call to start play session has not been
+--                            completed") and report it. restart = true ends a running test
+--                            first; before = Luau runs in the edit DataModel before the start.
+--   stop_play                in the test server: answers first and calls EndTest a moment
+--                            later (the server DataModel is torn down by it, and this plugin
+--                            copy with it), in Play and Run mode alike (never RunService:Stop,
+--                            which keeps the simulation's changes). In the edit DataModel: an
+--                            addressed stop request through the shared plugin settings
+--                            (PlayStop), which the server copy of that test honours. The daemon
+--                            sends stop_play straight to a connected test server when it can.
+--   run_script_in_play_mode  adds a temporary Script to ServerScriptService whose first lines
+--                            are the user's code as a vararg function (so `...` and assignments
+--                            to "globals" cannot reach the runner's locals), then the runner,
+--                            which runs only in the test Runbox started (its nonce) and calls
+--                            EndTest with the result; times out after `timeout` seconds, and
+--                            the edit copy asks for a stop itself if the test outlives that by
+--                            WATCHDOG_MARGIN. The exact wrapper is compiled first, so a syntax
+--                            error fails at once instead of hanging the test. Sent to the copy
+--                            in a running test server, it runs the code right there.
+-- Modes: a DataModel is "edit" only while RunService:IsEdit(); a test that is neither IsEdit nor
+-- IsRunning is paused (RunService.yaml), and its role comes from IsServer.
 -- None of these run inside a ChangeHistoryService recording (recording = false).
 
 local Values = require(script.Parent.Parent.Values)
+local Globals = require(script.Parent.Parent.Globals)
 local U = require(script.Parent.Util)
 local PlayStop = require(script.Parent.PlayStop)
+local PlayRunner = require(script.Parent.PlayRunner)
 
 local RUNNER_NAME = "RunboxPlayRunner"
+local START_WAIT = 0.5 -- seconds to wait for a start that fails after yielding
+local WATCHDOG_MARGIN = 20 -- seconds past the timeout before the edit copy stops the test
+local RESTART_WAIT = 10 -- seconds restart waits for the old test to end
 
--- What this plugin started (the edit copy): {running, kind, startedAt, last}.
+-- What this plugin copy started (the edit copy): {running, kind, nonce, startedAt, last}.
 local session = { running = false }
 
-local function studioMode(ctx)
-	local run = U.svc(ctx, "RunService")
-	if not run:IsRunning() then
-		return "edit"
-	end
-	if run:IsRunMode() then
-		return "run"
-	end
-	if run:IsServer() then
-		return "play_server"
-	end
-	return "play_client"
+local P = {}
+
+function P.mode(ctx)
+	return PlayStop.mode(U.svc(ctx, "RunService"))
 end
 
-local function startSession(ctx, kind)
-	if studioMode(ctx) ~= "edit" then
-		error("a test is already running here (mode " .. studioMode(ctx) .. "); stop_play first", 0)
+local function testArgs(ctx)
+	return PlayStop.testArgs(U.svc(ctx, "StudioTestService"))
+end
+
+-- Runs `before` (Luau) in the edit DataModel; raises with the reason when it fails.
+local function runBefore(ctx, code)
+	local fn, cerr = loadstring(code, "=before")
+	if not fn then
+		error("before does not compile: " .. tostring(cerr) .. " (the test was not started)", 0)
+	end
+	local fields = { game = ctx.game, workspace = ctx.game:GetService("Workspace"), plugin = ctx.plugin }
+	setfenv(fn, ctx.env and setmetatable(fields, { __index = ctx.env }) or Globals.env(fields))
+	local ok, err = pcall(fn)
+	if not ok then
+		error("before failed: " .. tostring(err) .. " (the test was not started)", 0)
+	end
+end
+
+-- Ends the test Runbox started (restart) and waits until it is over.
+local function endRunning(ctx)
+	if not session.running then
+		return
+	end
+	if ctx.plugin then
+		PlayStop.request(ctx.plugin, U.svc(ctx, "HttpService"), session.nonce, ctx.instanceId)
+	end
+	local waited = 0
+	while session.running and waited < RESTART_WAIT do
+		task.wait(0.1)
+		waited = waited + 0.1
 	end
 	if session.running then
-		error("a " .. session.kind .. " test started by Runbox is still running; stop_play first", 0)
+		error("the running test did not end within " .. RESTART_WAIT .. " s; stop it in Studio and retry", 0)
 	end
+end
+
+-- Starts a session in a new thread; returns its nonce. extra: fields for the test arguments.
+local function launch(ctx, kind, extra)
 	local sts = U.svc(ctx, "StudioTestService")
+	local nonce = U.svc(ctx, "HttpService"):GenerateGUID(false)
+	local info = { nonce = nonce, parent = ctx.instanceId, kind = kind }
+	for k, v in pairs(extra or {}) do
+		info[k] = v
+	end
 	session.running = true
 	session.kind = kind
+	session.nonce = nonce
+	session.startedAt = os.time()
 	session.last = nil
 	task.spawn(function()
 		local ok, res = pcall(function()
 			if kind == "run_server" then
-				return sts:ExecuteRunModeAsync({})
+				return sts:ExecuteRunModeAsync({ runbox = info })
 			end
-			return sts:ExecutePlayModeAsync({})
+			return sts:ExecutePlayModeAsync({ runbox = info })
 		end)
-		session.running = false
-		session.last = { ok = ok, result = ok and Values.encode(res) or tostring(res) }
+		if session.nonce == nonce then
+			session.running = false
+			session.last = { ok = ok, result = ok and Values.encode(res) or tostring(res) }
+		end
 	end)
-	if not session.running and session.last and not session.last.ok then
+	return nonce
+end
+
+local function startSession(args, ctx, kind)
+	local restart = args.restart == true
+	local before = args.before
+	local m = P.mode(ctx)
+	if m.mode ~= "edit" then
+		error("a test is already running here (mode " .. m.mode .. "); stop_play first", 0)
+	end
+	if session.running and not restart then
+		error("a " .. session.kind .. " test started by Runbox is still running; stop_play first or pass restart", 0)
+	end
+	endRunning(ctx)
+	if type(before) == "string" and before ~= "" then
+		runBefore(ctx, before)
+	end
+	local nonce = launch(ctx, kind)
+	-- A start can fail after its first yield; wait a moment for that before saying "started".
+	local waited = 0
+	while waited < START_WAIT and session.running do
+		task.wait(0.1)
+		waited = waited + 0.1
+	end
+	if session.nonce == nonce and not session.running and session.last and not session.last.ok then
 		error("could not start the test: " .. tostring(session.last.result), 0)
 	end
 	return { started = kind, note = "the test runs until stop_play; check with get_studio_mode" }
 end
 
--- The Luau source of the temporary server Script (the user's code becomes a function body).
-local function runnerSource(code, timeout)
-	return table.concat({
-		"local STS = game:GetService(\"StudioTestService\")",
-		"local LogService = game:GetService(\"LogService\")",
-		"local HttpService = game:GetService(\"HttpService\")",
-		"local logs, started, finished = {}, os.clock(), false",
-		"local conn = LogService.MessageOut:Connect(function(message, kind)",
-		"\tif #logs < 500 then",
-		"\t\tlocal level = \"info\"",
-		"\t\tif kind == Enum.MessageType.MessageWarning then level = \"warn\"",
-		"\t\telseif kind == Enum.MessageType.MessageError then level = \"error\" end",
-		"\t\ttable.insert(logs, { level = level, message = message })",
-		"\tend",
-		"end)",
-		"local function finish(result)",
-		"\tif finished then return end",
-		"\tfinished = true",
-		"\tconn:Disconnect()",
-		"\tresult.logs = logs",
-		"\tresult.duration = os.clock() - started",
-		"\tSTS:EndTest(result)",
-		"end",
-		"task.delay(" .. string.format("%d", timeout) .. ", function()",
-		"\tfinish({ success = false, isTimeout = true, error = \"timed out after " .. timeout .. " s\" })",
-		"end)",
-		"task.spawn(function()",
-		"\tlocal ok, value = pcall(function()",
-		code,
-		"\tend)",
-		"\tif ok then",
-		"\t\tif type(value) == \"table\" then",
-		"\t\t\tlocal okJ, text = pcall(function() return HttpService:JSONEncode(value) end)",
-		"\t\t\tvalue = okJ and text or tostring(value)",
-		"\t\telseif value ~= nil then",
-		"\t\t\tvalue = tostring(value)",
-		"\t\tend",
-		"\t\tfinish({ success = true, value = value })",
-		"\telse",
-		"\t\tfinish({ success = false, error = tostring(value) })",
-		"\tend",
-		"end)",
-	}, "\n")
-end
-
--- Runs compiled code in this (play server) DataModel with print/warn captured, waiting up to
+-- Runs compiled code in this (test server) DataModel with print/warn captured, waiting up to
 -- timeout seconds; the same answer shape as a run through a fresh test.
 local function runHere(ctx, fn, timeout)
 	local logs = {}
@@ -129,9 +157,9 @@ local function runHere(ctx, fn, timeout)
 			end
 		end
 	end
-	local base = ctx.env or getfenv(0)
-	setfenv(fn, setmetatable({ print = capture("info"), warn = capture("warn"), game = ctx.game,
-		workspace = ctx.game:GetService("Workspace") }, { __index = base }))
+	local fields = { print = capture("info"), warn = capture("warn"), game = ctx.game,
+		workspace = ctx.game:GetService("Workspace") }
+	setfenv(fn, ctx.env and setmetatable(fields, { __index = ctx.env }) or Globals.env(fields))
 	local result = nil
 	local started = os.clock()
 	task.spawn(function()
@@ -171,7 +199,7 @@ T.start_play = {
 	readOnly = false,
 	recording = false,
 	run = function(args, ctx)
-		return startSession(ctx, "start_play")
+		return startSession(args, ctx, "start_play")
 	end,
 }
 
@@ -179,7 +207,7 @@ T.run_server = {
 	readOnly = false,
 	recording = false,
 	run = function(args, ctx)
-		return startSession(ctx, "run_server")
+		return startSession(args, ctx, "run_server")
 	end,
 }
 
@@ -187,27 +215,28 @@ T.stop_play = {
 	readOnly = false,
 	recording = false,
 	run = function(args, ctx)
-		local mode = studioMode(ctx)
+		local m = P.mode(ctx)
 		local sts = U.svc(ctx, "StudioTestService")
-		if mode == "play_server" or mode == "run" then
-			local ok, err = pcall(function()
-				sts:EndTest({ stoppedBy = "stop_play" })
+		if m.mode == "play_server" or m.mode == "run" then
+			-- Answer first: EndTest tears down this DataModel, this plugin copy and its
+			-- connection with it, and an answer sent after that would never arrive.
+			task.delay(0.3, function()
+				local ok, err = pcall(function()
+					sts:EndTest({ stoppedBy = "stop_play" })
+				end)
+				if not ok and ctx.log then
+					ctx.log("stop_play: EndTest failed: " .. tostring(err))
+				end
 			end)
-			if mode == "run" then
-				U.svc(ctx, "RunService"):Stop()
-				return { stopped = true, mode = mode }
-			end
-			if not ok then
-				error("could not end the test: " .. tostring(err), 0)
-			end
-			return { stopped = true, mode = mode }
-		elseif mode == "play_client" then
+			return { stopping = true, mode = m.mode, note = "the test ends within a moment" }
+		elseif m.mode == "play_client" then
 			error("stop_play cannot run in a play-test client; it runs in the edit or server DataModel", 0)
 		end
 		if not ctx.plugin then
 			error("no play test can be stopped from here (no plugin settings to signal the test server)", 0)
 		end
-		local token = PlayStop.request(ctx.plugin, U.svc(ctx, "HttpService"))
+		local nonce = session.running and session.nonce or nil
+		local token = PlayStop.request(ctx.plugin, U.svc(ctx, "HttpService"), nonce, ctx.instanceId)
 		return {
 			requested = true,
 			token = token,
@@ -221,9 +250,14 @@ T.stop_play = {
 T.get_studio_mode = {
 	readOnly = true,
 	run = function(args, ctx)
-		local mode = studioMode(ctx)
-		local out = { mode = mode, testRunning = session.running or mode ~= "edit" }
-		if session.running then
+		local m = P.mode(ctx)
+		local out = { mode = m.mode, paused = m.paused, testRunning = session.running or m.mode ~= "edit" }
+		if m.mode ~= "edit" then
+			local info = testArgs(ctx)
+			out.startedBy = info and "runbox" or "user"
+			out.test = info and info.kind or nil
+		elseif session.running then
+			out.startedBy = "runbox"
 			out.test = session.kind
 		end
 		if session.last then
@@ -243,15 +277,18 @@ T.run_script_in_play_mode = {
 		if mode ~= "start_play" and mode ~= "run_server" then
 			error("mode must be \"start_play\" or \"run_server\"", 0)
 		end
-		local fn, cerr = loadstring(code, "=run_script_in_play_mode")
+		-- Compile exactly what the runner will hold: a vararg function around the code.
+		local fn, cerr = loadstring(PlayRunner.wrapUser(code) .. "return __runbox_user", "=run_script_in_play_mode")
 		if not fn then
 			error("compile error: " .. tostring(cerr) .. " (the test was not started)", 0)
 		end
-		if studioMode(ctx) == "play_server" then
+		local m = P.mode(ctx)
+		if m.mode == "play_server" or m.mode == "run" then
 			-- the daemon routes this tool here while a test runs: run the code in this server
-			return runHere(ctx, fn, timeout)
+			local direct = assert(loadstring(code, "=run_script_in_play_mode"))
+			return runHere(ctx, direct, timeout)
 		end
-		if studioMode(ctx) ~= "edit" or session.running then
+		if m.mode ~= "edit" or session.running then
 			error("a test is already running; stop_play first", 0)
 		end
 		local sss = U.svc(ctx, "ServerScriptService")
@@ -259,20 +296,33 @@ T.run_script_in_play_mode = {
 		if old then
 			old:Destroy()
 		end
+		local nonce = U.svc(ctx, "HttpService"):GenerateGUID(false)
 		local runner = Instance.new("Script")
 		runner.Name = RUNNER_NAME
-		runner.Source = runnerSource(code, timeout)
+		runner.Source = PlayRunner.source(code, timeout, nonce)
 		runner.Parent = sss
 		local sts = U.svc(ctx, "StudioTestService")
 		session.running = true
 		session.kind = mode
+		session.nonce = nonce
+		session.last = nil
+		-- If the test outlives its timeout (a heavy place, a runner that never ran), ask for a
+		-- stop so this call answers before the daemon's deadline.
+		task.delay(timeout + WATCHDOG_MARGIN, function()
+			if session.running and session.nonce == nonce and ctx.plugin then
+				pcall(PlayStop.request, ctx.plugin, U.svc(ctx, "HttpService"), nonce, ctx.instanceId)
+			end
+		end)
+		local info = { nonce = nonce, parent = ctx.instanceId, kind = mode }
 		local ok, res = pcall(function()
 			if mode == "run_server" then
-				return sts:ExecuteRunModeAsync({})
+				return sts:ExecuteRunModeAsync({ runbox = info })
 			end
-			return sts:ExecutePlayModeAsync({})
+			return sts:ExecutePlayModeAsync({ runbox = info })
 		end)
-		session.running = false
+		if session.nonce == nonce then
+			session.running = false
+		end
 		pcall(function()
 			runner:Destroy()
 		end)
@@ -280,8 +330,8 @@ T.run_script_in_play_mode = {
 			error("the play test failed to run: " .. tostring(res), 0)
 		end
 		if type(res) ~= "table" then
-			return { success = false, error = "the test ended without a result (stopped by hand?)",
-				value = Values.encode(res) }
+			return { success = false, error = "the test ended without a result (stopped by hand, or it outlived"
+				.. " its timeout)", value = Values.encode(res) }
 		end
 		return {
 			success = res.success == true,
@@ -293,5 +343,6 @@ T.run_script_in_play_mode = {
 		}
 	end,
 }
+
 
 return T

@@ -5,6 +5,7 @@
 
 local Paths = require(script.Parent.Parent.Paths)
 local Values = require(script.Parent.Parent.Values)
+local Globals = require(script.Parent.Parent.Globals)
 local U = require(script.Parent.Util)
 
 local MAX_PATHS = 1000
@@ -139,7 +140,7 @@ T.set_calculated_property = {
 		if not fn then
 			error("expression does not compile: " .. tostring(cerr), 0)
 		end
-		local base = getfenv(0)
+		local base = ctx.env or Globals.env()
 		local news = {}
 		for i, inst in ipairs(insts) do
 			local okR, cur = Values.read(inst, prop)

@@ -57,7 +57,68 @@ local function store(ctx, scr, lines)
 	return #lines
 end
 
+-- Compiles text as a chunk named name (loadstring compiles, it runs nothing); nil when it
+-- compiles, else {line, message} of the first error ("name:LINE: message").
+local function syntaxError(text, name)
+	local ok, fn, err = pcall(loadstring, text, "=" .. name)
+	if ok and fn then
+		return nil
+	end
+	err = tostring(ok and err or fn)
+	local line, msg = string.match(err, ":(%d+): (.*)$")
+	return { line = tonumber(line), message = msg or err }
+end
+
 local T = {}
+
+T.check_syntax = {
+	readOnly = true,
+	run = function(args, ctx)
+		local source = U.str(args, "source", true)
+		local limit = U.int(args, "limit", 500, 1, 5000)
+		local path = args.path
+		if source ~= nil then
+			local e = syntaxError(source, "source")
+			if e then
+				e.path = "source"
+			end
+			return { checked = 1, ok = e == nil, errors = { e } }
+		end
+		local root = U.root(ctx, { path = path })
+		local list, truncated = {}, false
+		if U.isScript(root) then
+			list[1] = root
+		else
+			U.walk(root, function(inst)
+				if U.isScript(inst) then
+					if #list >= limit then
+						truncated = true
+						return true
+					end
+					table.insert(list, inst)
+				end
+				return false
+			end)
+		end
+		local errors = {}
+		for i, scr in ipairs(list) do
+			local where = Paths.format(scr)
+			local okS, src = pcall(U.getSource, ctx, scr)
+			if okS and type(src) == "string" then
+				local e = syntaxError(src, where)
+				if e then
+					e.path = where
+					table.insert(errors, e)
+				end
+			end
+			if i % 200 == 0 then
+				task.wait() -- compiling many scripts: let the poll loop run
+			end
+		end
+		return { checked = #list, ok = #errors == 0, errors = errors, truncated = truncated,
+			note = truncated and ("stopped at limit=" .. limit .. " scripts; narrow the path or raise limit") or nil }
+	end,
+}
 
 T.get_script_source = {
 	readOnly = true,

@@ -87,8 +87,16 @@ function U.getSource(ctx, scr)
 	return ses:GetEditorSource(scr)
 end
 
--- Replaces the source through the editor so drafts and open documents agree.
+-- Line endings as Luau and the editor keep them: "\r\n" and lone "\r" become "\n".
+function U.normalizeNewlines(text)
+	return (string.gsub(string.gsub(text, "\r\n", "\n"), "\r", "\n"))
+end
+
+-- Replaces the source through the editor so drafts and open documents agree. The text is
+-- stored with "\n" line endings, and the read-back compares that way too: an editor that
+-- normalises "\r\n" must not turn a successful write into "did not take the new source".
 function U.setSource(ctx, scr, text)
+	text = U.normalizeNewlines(text)
 	local ses = U.svc(ctx, "ScriptEditorService")
 	local ok, err = pcall(function()
 		ses:UpdateSourceAsync(scr, function()
@@ -100,7 +108,7 @@ function U.setSource(ctx, scr, text)
 			.. " (nothing was changed; if the script is open in a collaborative session, retry)", 0)
 	end
 	local now = ses:GetEditorSource(scr)
-	if now ~= text then
+	if type(now) ~= "string" or U.normalizeNewlines(now) ~= text then
 		error("the editor did not take the new source of " .. Paths.format(scr)
 			.. " (it may be locked by a collaborator); read it back before retrying", 0)
 	end
@@ -126,24 +134,62 @@ function U.joinLines(lines)
 	return table.concat(lines, "\n")
 end
 
+-- Studio and plugin internals under game: other plugins' widgets and scripts, Studio's own UI.
+-- Whole-game walks skip them; a path inside them (asked for by name) is walked as usual.
+U.INTERNAL = {
+	CoreGui = true, CorePackages = true, PluginGuiService = true, PluginDebugService = true,
+	RobloxPluginGuiService = true, StudioService = true, StudioData = true, RobloxReplicatedStorage = true,
+	TestService = false,
+}
+
+-- A walk yields (task.wait()) after every WALK_BATCH instances, so the poll loop and other
+-- commands keep running while it visits a large place (plugin Lua runs on one thread, and the
+-- daemon drops a plugin that has not polled for 20 s).
+U.WALK_BATCH = 1000
+
+local function childrenOf(inst)
+	local ok, children = pcall(function()
+		return inst:GetChildren()
+	end)
+	if ok then
+		return children
+	end
+	return {}
+end
+
+-- Whether a child of game is an internal service (its class name, read safely).
+function U.isInternal(inst)
+	local ok, cls = pcall(function()
+		return inst.ClassName
+	end)
+	return not ok or U.INTERNAL[cls] == true
+end
+
 -- Walks root's descendants depth-first in document order, calling visit(inst) until it
--- returns true (stop). Returns whether it stopped early.
+-- returns true (stop). Returns whether it stopped early. Each visit runs in pcall (a locked
+-- instance raises on .Name or :IsA: it is skipped); under game the internal services are
+-- skipped.
 function U.walk(root, visit)
 	local stack = { root }
+	local n = 0
+	local isGame = (pcall(function() return root.ClassName == "DataModel" end)) and root.ClassName == "DataModel"
 	while #stack > 0 do
 		local inst = table.remove(stack)
-		-- some engine services refuse plugins ("cannot access"): skip them
-		local ok, children = pcall(function()
-			return inst:GetChildren()
-		end)
-		if not ok then
-			children = {}
-		end
+		local children = childrenOf(inst)
 		for i = #children, 1, -1 do
-			table.insert(stack, children[i])
+			if not (isGame and inst == root and U.isInternal(children[i])) then
+				table.insert(stack, children[i])
+			end
 		end
-		if inst ~= root and visit(inst) then
-			return true
+		if inst ~= root then
+			local ok, stop = pcall(visit, inst)
+			if ok and stop then
+				return true
+			end
+			n = n + 1
+			if n % U.WALK_BATCH == 0 then
+				task.wait()
+			end
 		end
 	end
 	return false

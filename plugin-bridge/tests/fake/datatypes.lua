@@ -458,6 +458,11 @@ local ENUMS = {
 	SortOrder = { "Name", "Custom", "LayoutOrder" },
 	SurfaceType = { "Smooth", "Glue", "Weld", "Studs", "Inlet" },
 	RunState = { "Stopped", "Running", "Paused" },
+	FontWeight = { "Thin", "ExtraLight", "Light", "Regular", "Medium", "SemiBold", "Bold", "ExtraBold", "Heavy" },
+	FontStyle = { "Normal", "Italic" },
+	NormalId = { "Right", "Top", "Back", "Left", "Bottom", "Front" },
+	Axis = { "X", "Y", "Z" },
+	ContentSourceType = { "None", "Uri", "Object" },
 }
 local enumItemMt = datatype("EnumItem", {
 	Name = function(i) return i._f[1] end,
@@ -503,5 +508,119 @@ for typeName, names in pairs(ENUMS) do
 	builtTypes[typeName] = enumType
 end
 D.Enum = setmetatable(Enum, EnumMt)
+
+---------------------------------------------------------------- records: Font, PhysicalProperties,
+-- Faces, Axes, Vector3int16, Vector2int16, Content, Region3, Region3int16, Ray. Each is an
+-- immutable table of named fields (getters), equal when every field is equal.
+local function record(name, fields, extra)
+	local get = {}
+	for i, f in ipairs(fields) do
+		get[f] = function(v) return v._f[i] end
+	end
+	for k, g in pairs(extra or {}) do
+		get[k] = g
+	end
+	local mt = datatype(name, get)
+	mt.__eq = function(a, b)
+		for i = 1, #fields do
+			if a._f[i] ~= b._f[i] then
+				return false
+			end
+		end
+		return true
+	end
+	mt.__tostring = function(v)
+		local parts = {}
+		for i = 1, #fields do
+			parts[i] = tostring(v._f[i])
+		end
+		return table.concat(parts, ", ")
+	end
+	return function(...)
+		return setmetatable({ _f = { ... } }, mt)
+	end
+end
+
+local function int16(x, what)
+	x = num(x, what)
+	if x < -32768 or x > 32767 then
+		x = ((math.floor(x) + 32768) % 65536) - 32768
+	end
+	return math.floor(x)
+end
+
+local newV3i = record("Vector3int16", { "X", "Y", "Z" })
+D.Vector3int16 = { new = function(x, y, z) return newV3i(int16(x, "#1"), int16(y, "#2"), int16(z, "#3")) end }
+local newV2i = record("Vector2int16", { "X", "Y" })
+D.Vector2int16 = { new = function(x, y) return newV2i(int16(x, "#1"), int16(y, "#2")) end }
+
+local newFont = record("Font", { "Family", "Weight", "Style" }, {
+	Bold = function(v) return v._f[2].Value >= 6 end,
+})
+D.Font = {
+	new = function(family, weight, style)
+		if type(family) ~= "string" then
+			error("invalid argument #1 to 'new' (string expected, got " .. typeof(family) .. ")", 2)
+		end
+		return newFont(family, weight or D.Enum.FontWeight.Regular, style or D.Enum.FontStyle.Normal)
+	end,
+}
+
+local newPP = record("PhysicalProperties", { "Density", "Friction", "Elasticity", "FrictionWeight", "ElasticityWeight" })
+D.PhysicalProperties = {
+	new = function(a, b, c, d, e)
+		if typeof(a) == "EnumItem" then
+			return newPP(0.7, 0.3, 0.5, 1, 1) -- the material's defaults (one row is enough here)
+		end
+		return newPP(num(a, "#1"), num(b, "#2"), num(c, "#3"), d == nil and 1 or num(d, "#4"), e == nil and 1 or num(e, "#5"))
+	end,
+}
+
+local function flags(name, names)
+	local fields = {}
+	for i, n in ipairs(names) do
+		fields[i] = n
+	end
+	local make = record(name, fields)
+	return {
+		new = function(...)
+			local on = {}
+			for i = 1, select("#", ...) do
+				local it = select(i, ...)
+				if typeof(it) ~= "EnumItem" then
+					error("invalid argument #" .. i .. " to 'new' (EnumItem expected)", 2)
+				end
+				on[it.Name] = true
+			end
+			local vals = {}
+			for i, n in ipairs(names) do
+				vals[i] = on[n] == true
+			end
+			return make(unpack(vals, 1, #names))
+		end,
+	}
+end
+D.Faces = flags("Faces", { "Right", "Top", "Back", "Left", "Bottom", "Front" })
+D.Axes = flags("Axes", { "X", "Y", "Z" })
+
+local newContent = record("Content", { "Uri", "SourceType" })
+D.Content = {
+	fromUri = function(uri)
+		return newContent(uri, D.Enum.ContentSourceType.Uri)
+	end,
+}
+D.Content.none = newContent(nil, D.Enum.ContentSourceType.None)
+
+local newRegion3 = record("Region3", { "CFrame", "Size" })
+D.Region3 = {
+	new = function(lo, hi)
+		return newRegion3(D.CFrame.new((lo.X + hi.X) / 2, (lo.Y + hi.Y) / 2, (lo.Z + hi.Z) / 2),
+			D.Vector3.new(hi.X - lo.X, hi.Y - lo.Y, hi.Z - lo.Z))
+	end,
+}
+local newRegion3i = record("Region3int16", { "Min", "Max" })
+D.Region3int16 = { new = function(lo, hi) return newRegion3i(lo, hi) end }
+local newRay = record("Ray", { "Origin", "Direction" })
+D.Ray = { new = function(o, d) return newRay(o, d) end }
 
 return D

@@ -29,7 +29,9 @@ function Fake.install()
 	end
 	installed = true
 	for _, n in ipairs({ "Vector3", "Vector2", "Color3", "CFrame", "UDim", "UDim2", "BrickColor", "NumberRange",
-		"NumberSequence", "NumberSequenceKeypoint", "ColorSequence", "ColorSequenceKeypoint", "Rect", "Enum" }) do
+		"NumberSequence", "NumberSequenceKeypoint", "ColorSequence", "ColorSequenceKeypoint", "Rect", "Enum",
+		"Font", "PhysicalProperties", "Faces", "Axes", "Vector3int16", "Vector2int16", "Content", "Region3",
+		"Region3int16", "Ray" }) do
 		_G[n] = D[n]
 	end
 	_G.typeof = D.typeof
@@ -125,6 +127,11 @@ function Fake.newPlace()
 	make("TextLabel", "Title", panel, { Text = "Score" })
 	make("ImageLabel", "Icon", panel, { SliceCenter = D.Rect.new(1, 2, 3, 4) })
 	make("UIPadding", "Padding", panel, { PaddingLeft = D.UDim.new(0, 8) })
+	-- Studio and plugin internals: a locked CoreGui script and another plugin's widget script
+	local locked = I.create("LockedScript")
+	locked.Parent = game:GetService("CoreGui")
+	local widget = make("Folder", "OtherPluginWidget", game:GetService("PluginGuiService"))
+	make("Script", "OtherPluginScript", widget, { Source = "print(\"hello from another plugin\")" })
 	-- the non-tree services the plugin uses (created like GetService does in Studio)
 	for _, s in ipairs({ "HttpService", "ChangeHistoryService", "ScriptEditorService", "LogService", "Selection",
 		"CollectionService", "StudioTestService", "RunService", "InsertService" }) do
@@ -142,6 +149,29 @@ function Fake.newPlace()
 		plugin = plugin,
 	}
 	return { game = game, ctx = ctx, plugin = plugin, state = I.state }
+end
+
+-- Adds n instances to place's Workspace (folders of 100 parts, every 50th a Script whose source
+-- mentions "needle"): a large place, as real ones are (gap 8).
+function Fake.bigPlace(place, n)
+	local ws = place.game.Workspace
+	local folder
+	for i = 1, n do
+		if i % 100 == 1 then
+			folder = I.create("Folder")
+			I.state[folder].props.Name = "Block" .. i
+			folder.Parent = ws
+		elseif i % 50 == 0 then
+			local s = I.create("Script")
+			I.state[s].props.Name = "S" .. i
+			I.state[s].props.Source = "-- needle " .. i
+			s.Parent = folder
+		else
+			local p = I.create("Part")
+			I.state[p].props.Name = "P" .. i
+			p.Parent = folder
+		end
+	end
 end
 
 -- A fresh place, fresh plugin modules and run(name, args) calling the tool handler with the

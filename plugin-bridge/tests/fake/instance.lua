@@ -15,6 +15,41 @@ local M = {}
 local NILREF = setmetatable({}, { __tostring = function() return "NILREF" end })
 M.NILREF = NILREF
 
+-- A property of a datatype whose value may be nil (BasePart.CustomPhysicalProperties):
+-- M.nilOf("PhysicalProperties") as its default.
+local nilTypes = setmetatable({}, { __mode = "k" })
+function M.nilOf(typeName)
+	local t = setmetatable({}, { __tostring = function() return "nil " .. typeName end })
+	nilTypes[t] = typeName
+	return t
+end
+
+-- The engine stores many numbers as float32 (BasePart.Transparency is "float") and BasePart.Color
+-- as Color3uint8: what is read back is rounded. Converters for class specs (spec.store).
+local function f32(x)
+	if x == 0 or x ~= x or x == math.huge or x == -math.huge then
+		return x
+	end
+	local m, e = math.frexp(x)
+	m = math.floor(m * 2 ^ 24 + 0.5) / 2 ^ 24
+	return math.ldexp(m, e)
+end
+M.f32 = f32
+function M.storeFloat(v)
+	return f32(v)
+end
+function M.storeColor8(c)
+	local D0 = require("datatypes")
+	local function q(x)
+		return math.floor(x * 255 + 0.5) / 255
+	end
+	return D0.Color3.new(f32(q(c.R)), f32(q(c.G)), f32(q(c.B)))
+end
+function M.storeVector3(v)
+	local D0 = require("datatypes")
+	return D0.Vector3.new(f32(v.X), f32(v.Y), f32(v.Z))
+end
+
 local state = setmetatable({}, { __mode = "k" })
 M.state = state -- tests may peek (e.g. the editor draft of a script)
 
@@ -31,6 +66,7 @@ function M.defineClass(name, spec)
 	spec.props = spec.props or {}
 	spec.methods = spec.methods or {}
 	spec.computed = spec.computed or {}
+	spec.store = spec.store or {}
 	if spec.creatable == nil then
 		spec.creatable = true
 	end
@@ -99,7 +135,7 @@ InstanceMt.__index = function(inst, key)
 	end
 	local v = st.props[key]
 	if v ~= nil then
-		if v == NILREF then
+		if v == NILREF or nilTypes[v] then
 			return nil
 		end
 		return v
@@ -165,6 +201,16 @@ InstanceMt.__newindex = function(inst, key, value)
 	if st.refs and st.refs[key] then
 		want = "Instance"
 	end
+	local nilType = nilTypes[cur] or (st.nilTyped and st.nilTyped[key])
+	if nilType then
+		if value ~= nil and typeof(value) ~= nilType then
+			error("Unable to assign property " .. key .. ". " .. nilType .. " expected, got " .. typeof(value), 2)
+		end
+		st.nilTyped = st.nilTyped or {}
+		st.nilTyped[key] = nilType
+		st.props[key] = value == nil and M.nilOf(nilType) or value
+		return
+	end
 	if want == "Instance" then
 		if value ~= nil and typeof(value) ~= "Instance" then
 			error("Unable to assign property " .. key .. ". Object expected, got " .. typeof(value), 2)
@@ -181,6 +227,10 @@ InstanceMt.__newindex = function(inst, key, value)
 	end
 	if want == "EnumItem" and value.EnumType ~= cur.EnumType then
 		error("Unable to assign property " .. key .. ". Enum." .. tostring(cur.EnumType) .. " expected", 2)
+	end
+	local store = lookup(st.className, "store", key)
+	if store then
+		value = store(value)
 	end
 	st.props[key] = value
 	if st.changed then
@@ -235,7 +285,7 @@ end
 local ATTRIBUTE_TYPES = {
 	string = true, number = true, boolean = true, UDim = true, UDim2 = true, BrickColor = true,
 	Color3 = true, Vector2 = true, Vector3 = true, CFrame = true, NumberSequence = true,
-	ColorSequence = true, NumberRange = true, Rect = true, EnumItem = true,
+	ColorSequence = true, NumberRange = true, Rect = true, EnumItem = true, Font = true,
 }
 
 local function descendants(inst, out)
@@ -388,9 +438,11 @@ function base.GetAttributes(self)
 	return out
 end
 function base.SetAttribute(self, name, value)
-	if type(name) ~= "string" or #name == 0 or #name > 100 or name:find("[^%w_]") or name:sub(1, 3) == "RBX" then
+	-- As the engine: up to 100 characters, not starting with RBX; '.', '-' and '/' are allowed
+	-- (Instance.yaml SetAttribute), spaces and other symbols are not.
+	if type(name) ~= "string" or #name == 0 or #name > 100 or name:find("[^%w_%.%-/]") or name:sub(1, 3) == "RBX" then
 		error("Attribute name \"" .. tostring(name) .. "\" is invalid: use up to 100 letters, digits and"
-			.. " underscores, not starting with RBX", 2)
+			.. " _ . - /, not starting with RBX", 2)
 	end
 	if value ~= nil and not ATTRIBUTE_TYPES[typeof(value)] then
 		error(typeof(value) .. " is not a supported attribute type", 2)

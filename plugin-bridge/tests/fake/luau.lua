@@ -146,6 +146,10 @@ function L.park(key)
 	L.parked[key] = co
 	return coroutine.yield()
 end
+-- Whether L.park can park the running code (it runs in a task thread of this scheduler).
+function L.canPark()
+	return current ~= nil and coroutine.running() ~= nil
+end
 function L.wake(key, ...)
 	local co = L.parked and L.parked[key]
 	if co then

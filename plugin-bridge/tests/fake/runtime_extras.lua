@@ -313,20 +313,29 @@ function X.history()
 	return h
 end
 
--- A fake `game` with the services Main uses. opts.role: "edit" | "server" | "client".
+-- A fake `game` with the services Main uses. opts.role: "edit" | "server" | "client";
+-- opts.paused: the test is paused (IsEdit and IsRunning both false, as in the engine);
+-- opts.testArgs: what StudioTestService:GetTestArgs returns.
 function X.game(opts)
 	opts = opts or {}
 	local role = opts.role or "edit"
 	local services = {
 		RunService = {
-			IsRunning = function()
-				return role ~= "edit"
+			IsEdit = function()
+				return role == "edit"
 			end,
+			IsRunning = function()
+				return role ~= "edit" and not opts.paused
+			end,
+			IsRunMode = function()
+				return false
+			end,
+			-- As in the engine: an edit DataModel is both server and client.
 			IsServer = function()
-				return role == "server"
+				return role == "server" or role == "edit"
 			end,
 			IsClient = function()
-				return role == "client"
+				return role == "client" or role == "edit"
 			end,
 		},
 		LogService = { MessageOut = X.signal() },
@@ -335,6 +344,9 @@ function X.game(opts)
 			ended = {},
 			EndTest = function(self, value)
 				table.insert(self.ended, value)
+			end,
+			GetTestArgs = function()
+				return opts.testArgs
 			end,
 		},
 	}

@@ -22,8 +22,10 @@ def("BasePart", {
 		Anchored = false, CanCollide = true, Locked = false, Transparency = 0, Reflectance = 0,
 		Size = V3.new(4, 1, 2), CFrame = CF.new(), Color = C3.fromRGB(163, 162, 165),
 		BrickColor = D.BrickColor.new("Medium stone grey"), Material = D.Enum.Material.Plastic,
-		Massless = false,
+		Massless = false, CustomPhysicalProperties = I.nilOf("PhysicalProperties"),
 	},
+	-- float32 and Color3uint8 storage, as in the engine (gap 2 of the audit)
+	store = { Transparency = I.storeFloat, Reflectance = I.storeFloat, Color = I.storeColor8, Size = I.storeVector3 },
 	computed = {
 		Position = {
 			get = function(p) return state[p].props.CFrame.Position end,
@@ -63,9 +65,17 @@ def("GuiObject", {
 	},
 })
 def("Frame", { super = "GuiObject" })
-def("TextLabel", { super = "GuiObject", props = { Text = "Label", TextColor3 = C3.new(0, 0, 0), TextSize = 14 } })
+def("TextLabel", { super = "GuiObject", props = { Text = "Label", TextColor3 = C3.new(0, 0, 0), TextSize = 14,
+	FontFace = D.Font.new("rbxasset://fonts/families/LegacyArial.json") } })
 def("TextButton", { super = "GuiObject", props = { Text = "Button", TextColor3 = C3.new(0, 0, 0), TextSize = 14 } })
-def("ImageLabel", { super = "GuiObject", props = { Image = "", SliceCenter = D.Rect.new(0, 0, 0, 0) } })
+def("ImageLabel", { super = "GuiObject", props = { Image = "", SliceCenter = D.Rect.new(0, 0, 0, 0),
+	ImageContent = D.Content.none } })
+def("Handles", { props = { Faces = D.Faces.new(D.Enum.NormalId.Top, D.Enum.NormalId.Bottom) } })
+def("ArcHandles", { props = { Axes = D.Axes.new(D.Enum.Axis.X) } })
+def("Vector3int16Holder", { creatable = false, props = { Cell = D.Vector3int16.new(0, 0, 0),
+	Offset = D.Vector2int16.new(0, 0), Area = D.Region3.new(V3.new(0, 0, 0), V3.new(2, 2, 2)),
+	Cells = D.Region3int16.new(D.Vector3int16.new(0, 0, 0), D.Vector3int16.new(1, 1, 1)),
+	Beam = D.Ray.new(V3.new(0, 0, 0), V3.new(0, 0, 1)) } })
 def("UIPadding", { props = { PaddingLeft = D.UDim.new(0, 0), PaddingRight = D.UDim.new(0, 0),
 	PaddingTop = D.UDim.new(0, 0), PaddingBottom = D.UDim.new(0, 0) } })
 def("UIListLayout", { props = { SortOrder = D.Enum.SortOrder.LayoutOrder, Padding = D.UDim.new(0, 0) } })
@@ -110,6 +120,17 @@ service("Teams")
 service("SoundService", { props = { RespectFilteringEnabled = true } })
 service("Chat")
 service("TextChatService")
+-- Studio and plugin internals (gap 8): other plugins' widgets live in PluginGuiService; CoreGui
+-- holds instances a plugin may not even name (reading .Name raises, as for RobotoGui's guts).
+service("CoreGui")
+service("PluginGuiService")
+def("LockedScript", {
+	super = "Script",
+	creatable = false,
+	computed = {
+		Name = { get = function() error("The current thread cannot access 'RobloxGui' (lacking capability RobloxScript)", 2) end },
+	},
+})
 
 ---------------------------------------------------------------- HttpService
 -- JSONEncode behaves like Roblox's: numbers with full precision (%.17g, so doubles round-trip;
@@ -204,6 +225,8 @@ service("ChangeHistoryService", {
 	init = function(_, st)
 		st.log = {} -- {op=..., name=..., id=...}
 		st.counter = 0
+		st.undo = {} -- committed waypoints, newest last (names)
+		st.redo = {}
 	end,
 	methods = {
 		TryBeginRecording = function(self, name, displayName)
@@ -213,28 +236,61 @@ service("ChangeHistoryService", {
 			end
 			st.counter = st.counter + 1
 			st.active = "rec" .. st.counter
+			st.activeName = name
 			table.insert(st.log, { op = "begin", name = name, id = st.active })
 			return st.active
 		end,
 		FinishRecording = function(self, id, operation)
 			local st = state[self]
-			if id ~= st.active then
+			-- As in the engine: with Cancel the identifier is ignored.
+			local cancel = operation == D.Enum.FinishRecordingOperation.Cancel
+			if id ~= st.active and not (cancel and st.active) then
 				error("FinishRecording: no recording with identifier " .. tostring(id), 2)
 			end
+			table.insert(st.log, { op = "finish", id = st.active, operation = operation })
+			if operation == D.Enum.FinishRecordingOperation.Commit then
+				table.insert(st.undo, st.activeName)
+				st.redo = {}
+			end
 			st.active = nil
-			table.insert(st.log, { op = "finish", id = id, operation = operation })
 		end,
 		IsRecordingInProgress = function(self)
 			return state[self].active ~= nil
 		end,
 		SetWaypoint = function(self, name)
 			table.insert(state[self].log, { op = "waypoint", name = name })
+			table.insert(state[self].undo, name)
 		end,
+		GetCanUndo = function(self)
+			local u = state[self].undo
+			if #u == 0 then
+				return false, ""
+			end
+			return true, u[#u]
+		end,
+		GetCanRedo = function(self)
+			local r = state[self].redo
+			if #r == 0 then
+				return false, ""
+			end
+			return true, r[#r]
+		end,
+		-- The engine raises when there is nothing left (ChangeHistoryService.yaml).
 		Undo = function(self)
-			table.insert(state[self].log, { op = "undo" })
+			local st = state[self]
+			if #st.undo == 0 then
+				error("ChangeHistoryService:Undo() - nothing to undo", 2)
+			end
+			table.insert(st.redo, table.remove(st.undo))
+			table.insert(st.log, { op = "undo" })
 		end,
 		Redo = function(self)
-			table.insert(state[self].log, { op = "redo" })
+			local st = state[self]
+			if #st.redo == 0 then
+				error("ChangeHistoryService:Redo() - nothing to redo", 2)
+			end
+			table.insert(st.undo, table.remove(st.redo))
+			table.insert(st.log, { op = "redo" })
 		end,
 	},
 })
@@ -275,6 +331,8 @@ service("ScriptEditorService", {
 			if type(new) ~= "string" then
 				error("UpdateSourceAsync: callback must return a string", 2)
 			end
+			-- The editor keeps "\n" line endings (a "\r\n" text reads back without the "\r").
+			new = new:gsub("\r\n", "\n")
 			st.props.Source = new
 			st.editorSource = nil
 			sst.updates = (sst.updates or 0) + 1
@@ -371,7 +429,9 @@ service("CollectionService", {
 })
 
 ---------------------------------------------------------------- RunService
--- state.mode: "edit" | "run" (F8, same DataModel) | "play_server" | "play_client"
+-- state.mode: "edit" | "run" (F8, same DataModel) | "play_server" | "play_client", and a paused
+-- test: "paused_server" | "paused_client", where (as in the engine) IsEdit and IsRunning are both
+-- false (RunService.yaml).
 service("RunService", {
 	init = function(_, st)
 		st.mode = "edit"
@@ -379,15 +439,18 @@ service("RunService", {
 	methods = {
 		IsStudio = function() return true end,
 		IsEdit = function(self) return state[self].mode == "edit" end,
-		IsRunning = function(self) return state[self].mode ~= "edit" end,
+		IsRunning = function(self)
+			local m = state[self].mode
+			return m ~= "edit" and m ~= "paused_server" and m ~= "paused_client"
+		end,
 		IsRunMode = function(self) return state[self].mode == "run" end,
 		IsServer = function(self)
 			local m = state[self].mode
-			return m == "edit" or m == "run" or m == "play_server"
+			return m == "edit" or m == "run" or m == "play_server" or m == "paused_server"
 		end,
 		IsClient = function(self)
 			local m = state[self].mode
-			return m == "edit" or m == "run" or m == "play_client"
+			return m == "edit" or m == "run" or m == "play_client" or m == "paused_client"
 		end,
 		Stop = function(self)
 			local st = state[self]
@@ -402,34 +465,70 @@ service("RunService", {
 })
 
 ---------------------------------------------------------------- StudioTestService
--- Execute*Async starts a session: it runs the enabled Scripts under ServerScriptService (their
--- Source, under loadstring, as the play server would), then waits for EndTest. Called from a
--- coroutine (task.spawn) it parks until EndTest; from the main thread it runs the task queue.
-local function runServerScripts(game)
-	local sss = game:GetService("ServerScriptService")
+-- Execute*Async starts a session as the engine does: the place is COPIED into a new DataModel
+-- (the test server's), whose RunService is in play/run mode; the enabled Scripts under its
+-- ServerScriptService run there (their Source, under loadstring, with that DataModel as game),
+-- and the call yields until EndTest. EndTest is asynchronous: it returns at once and the session
+-- ends a moment later (a task.defer), also for a test the user started by hand
+-- (StudioTestService:_startManual). Fake knobs: state.failNow (raise before yielding),
+-- state.failAfterYield (raise after the first yield, like "Previous call to start play session
+-- has not been completed").
+local SERVICES_COPIED = { "Workspace", "ReplicatedStorage", "ReplicatedFirst", "ServerScriptService",
+	"ServerStorage", "StarterGui", "StarterPack", "StarterPlayer", "Lighting", "Teams", "SoundService" }
+
+local function copyPlace(game, mode)
+	local test = I.create("DataModel")
+	local gst, tst = state[game], state[test]
+	for k, v in pairs(gst.props) do
+		tst.props[k] = v
+	end
+	for _, name in ipairs(SERVICES_COPIED) do
+		local src = game:FindService(name)
+		if src then
+			local dst = test:GetService(name)
+			for _, c in ipairs(src:GetChildren()) do
+				local cc = c:Clone()
+				if cc then
+					cc.Parent = dst
+				end
+			end
+		end
+	end
+	state[test:GetService("RunService")].mode = mode
+	return test
+end
+
+local function runServerScripts(test)
+	local sss = test:GetService("ServerScriptService")
+	local logSvc = test:GetService("LogService")
+	local editLog = state[test].editLog
+	local function emit(message, kind)
+		logSvc:_emit(message, kind)
+		if editLog then
+			editLog:_emit(message, kind) -- Studio's Output shows both
+		end
+	end
 	for _, s in ipairs(sss:GetDescendants()) do
 		if s.ClassName == "Script" and s.Enabled then
 			local fn, err = loadstring(s.Source, "=" .. s:GetFullName())
 			if not fn then
-				game:GetService("LogService"):_emit(tostring(err), D.Enum.MessageType.MessageError)
+				emit(tostring(err), D.Enum.MessageType.MessageError)
 			else
-				local logSvc = game:GetService("LogService")
+				local function out(kind)
+					return function(...)
+						local parts = {}
+						for i = 1, select("#", ...) do
+							parts[i] = tostring((select(i, ...)))
+						end
+						emit(table.concat(parts, " "), kind)
+					end
+				end
 				local env = setmetatable({
 					script = s,
-					print = function(...)
-						local parts = {}
-						for i = 1, select("#", ...) do
-							parts[i] = tostring((select(i, ...)))
-						end
-						logSvc:_emit(table.concat(parts, " "), D.Enum.MessageType.MessageOutput)
-					end,
-					warn = function(...)
-						local parts = {}
-						for i = 1, select("#", ...) do
-							parts[i] = tostring((select(i, ...)))
-						end
-						logSvc:_emit(table.concat(parts, " "), D.Enum.MessageType.MessageWarning)
-					end,
+					game = test,
+					workspace = test:GetService("Workspace"),
+					print = out(D.Enum.MessageType.MessageOutput),
+					warn = out(D.Enum.MessageType.MessageWarning),
 				}, { __index = _G })
 				setfenv(fn, env)
 				L.task.spawn(fn)
@@ -440,30 +539,41 @@ end
 
 local function execute(self, mode, args)
 	local st = state[self]
-	if st.running then
+	if st.failNow then
+		local msg = st.failNow
+		st.failNow = nil
+		error(msg, 2)
+	end
+	if st.session then
 		error("A test session is already running", 2)
 	end
-	st.running = { mode = mode, args = args }
+	if st.failAfterYield then
+		local msg = st.failAfterYield
+		st.failAfterYield = nil
+		L.task.wait(0.05)
+		error(msg, 2)
+	end
+	local session = { mode = mode, args = args, owner = self }
+	st.session = session
 	st.sessions = (st.sessions or 0) + 1
 	local game = st.parent
-	runServerScripts(game)
-	if st.running and st.running.done then
-		local v = st.running.value
-		st.running = nil
-		return v
+	local test = copyPlace(game, mode == "run" and "run" or "play_server")
+	state[test].editLog = game:GetService("LogService")
+	session.game = test
+	state[test:GetService("StudioTestService")].session = session
+	runServerScripts(test)
+	if L.canPark() then
+		while not session.done do
+			L.park(session)
+		end
+	else
+		L.runUntilIdle(3600, function() return session.done end)
 	end
-	if coroutine.running() then
-		local v = L.park(self)
-		return v
+	st.session = nil
+	if not session.done then
+		error("fake StudioTestService: the test session never ended (no EndTest)", 2)
 	end
-	L.runUntilIdle(3600, function() return st.running.done end)
-	if st.running and st.running.done then
-		local v = st.running.value
-		st.running = nil
-		return v
-	end
-	st.running = nil
-	error("fake StudioTestService: the test session never ended (no EndTest)", 2)
+	return session.value
 end
 
 service("StudioTestService", {
@@ -471,21 +581,37 @@ service("StudioTestService", {
 		ExecutePlayModeAsync = function(self, args) return execute(self, "play", args) end,
 		ExecuteRunModeAsync = function(self, args) return execute(self, "run", args) end,
 		EndTest = function(self, value)
-			local st = state[self]
-			if not st.running then
-				error("EndTest can only be called from the server DataModel of a running test", 2)
+			local session = state[self].session
+			if not session then
+				error("EndTest: no test session is running", 2)
 			end
-			st.running.done = true
-			st.running.value = value
-			if L.wake(self, value) then
-				st.running = nil
-			end
+			-- Returns at once; the session ends a moment later.
+			L.task.defer(function()
+				if session.done then
+					return
+				end
+				session.done = true
+				session.value = value
+				if session.manual then
+					state[session.owner].session = nil
+				end
+				L.wake(session)
+			end)
 		end,
 		GetTestArgs = function(self)
-			local st = state[self]
-			return st.running and st.running.args
+			local session = state[self].session
+			return session and session.args
 		end,
-		_isRunning = function(self) return state[self].running ~= nil end,
+		_isRunning = function(self) return state[self].session ~= nil end,
+		-- fake only: the user pressed Play; returns the test server's DataModel
+		_startManual = function(self)
+			local st = state[self]
+			local session = { mode = "play", manual = true, owner = self }
+			st.session = session
+			session.game = copyPlace(st.parent, "play_server")
+			state[session.game:GetService("StudioTestService")].session = session
+			return session.game
+		end,
 	},
 })
 

@@ -1,0 +1,1188 @@
+/* common/mcp_http.c - MCP over HTTP (see runbox/mcp_http.h): the transport's sessions, response
+ * streams, Streamable HTTP (POST, GET, DELETE) and the legacy HTTP+SSE pair.
+ *
+ * DESIGN
+ * Every HTTP request is served by the civetweb worker that read it, and only that thread writes
+ * to its connection (the stream's owner). A message for a stream that comes from another thread
+ * (a handler answering later, a broadcast) is queued on the stream and the owner, which waits
+ * on the stream's condition variable, writes it. A message the owner produces itself (a
+ * synchronous handler running inside mcp_session_handle) is written at once, so progress of a
+ * long call reaches the client while the call runs.
+ *
+ * A POST's answer starts as nothing: the first message decides. Its answer alone makes an
+ * application/json response (with the HTTP status the revision wants for an error); anything
+ * before it (progress, a log, a server request) turns the response into a text/event-stream,
+ * which ends with the answer. Streams that live long (a GET stream, a legacy /sse stream, a
+ * subscriptions/listen answer) get an SSE comment every keepalive_ms, which is also how a
+ * client that left is found when nothing watches its connection; a stream whose queue passes
+ * stream_queue_max (a client that stopped reading) is closed.
+ *
+ * The engine's sessions: a legacy Streamable HTTP session (initialize without Mcp-Session-Id)
+ * is listed by its random id; a modern request, and a request that has neither a session nor
+ * the modern _meta, gets a session of its own for just that POST (MCP_SESSION_MODERN_ONLY), so
+ * the engine gives the errors; a legacy /sse stream is a session too. */
+#include "mcp_http_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <civetweb.h>
+
+#include "jsonbuf.h"
+#include "jsonrpc.h"
+#include "log.h"
+
+#define BODY_MAX_DEFAULT     ((size_t)32 << 20)
+#define SESSION_MAX_DEFAULT  256
+#define IDLE_MS_DEFAULT      (60 * 60 * 1000)
+#define QUEUE_MAX_DEFAULT    ((size_t)8 << 20)
+#define KEEPALIVE_MS_DEFAULT 15000
+#define BODY_CHUNK           ((size_t)64 << 10)
+
+static const char *const legacy_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                              "2025-11-25"};
+
+int64_t mcp_http__now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- writing HTTP ---- */
+
+/* Writes a complete response: status, Content-Type, exact length, and the session id when set. */
+static int write_answer(struct mg_connection *conn, int status, const char *ctype, const char *body,
+                        size_t len, const char *session_id, const char *extra)
+{
+    char head[1024];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Cache-Control: no-store\r\n%s%s%s%s\r\n",
+                     status, mg_get_response_code_text(conn, status), ctype, len,
+                     session_id && session_id[0] ? "Mcp-Session-Id: " : "",
+                     session_id && session_id[0] ? session_id : "",
+                     session_id && session_id[0] ? "\r\n" : "", extra ? extra : "");
+
+    if (n < 0 || (size_t)n >= sizeof(head))
+        return -1;
+    if (mg_write(conn, head, (size_t)n) <= 0 || (len && mg_write(conn, body, len) <= 0))
+        return -1;
+    return 0;
+}
+
+/* A JSON-RPC error answer (id null) with this HTTP status. */
+static int http_error(struct mg_connection *conn, int status, int code, const char *extra,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int http_error(struct mg_connection *conn, int status, int code, const char *extra,
+                      const char *fmt, ...)
+{
+    char msg[600];
+    char *line;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    line = jsonrpc_build_error(NULL, code, msg, NULL);
+    if (line) {
+        write_answer(conn, status, "application/json", line, strlen(line), NULL, extra);
+        free(line);
+    }
+    return status;
+}
+
+static int write_chunk(struct mg_connection *conn, const char *a, size_t alen, const char *b,
+                       size_t blen, const char *c, size_t clen)
+{
+    char head[24];
+    int n = snprintf(head, sizeof(head), "%zx\r\n", alen + blen + clen);
+
+    if (mg_write(conn, head, (size_t)n) <= 0 || (alen && mg_write(conn, a, alen) <= 0) ||
+        (blen && mg_write(conn, b, blen) <= 0) || (clen && mg_write(conn, c, clen) <= 0) ||
+        mg_write(conn, "\r\n", 2) <= 0)
+        return -1;
+    return 0;
+}
+
+/* ---- streams ---- */
+
+static void stream_init(struct hstream *st, struct mg_connection *conn, bool modern,
+                        size_t queue_max)
+{
+    pthread_condattr_t ca;
+
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&st->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    st->conn = conn;
+    st->owner = pthread_self();
+    st->modern = modern;
+    st->queue_max = queue_max;
+}
+
+static void stream_destroy(struct hstream *st)
+{
+    while (st->head) {
+        struct qmsg *m = st->head;
+
+        st->head = m->next;
+        free(m);
+    }
+    pthread_cond_destroy(&st->cond);
+    pthread_mutex_destroy(&st->mu);
+}
+
+/* The HTTP status for a JSON answer: a modern error's own, 400 for a parse error, else 200. */
+static int answer_status(const struct hstream *st, const char *json, size_t len)
+{
+    static const char key[] = "\"error\":{\"code\":";
+    const char *p = memmem(json, len, key, sizeof(key) - 1);
+    long code;
+
+    if (!p)
+        return 200;
+    code = strtol(p + sizeof(key) - 1, NULL, 10);
+    if (code == MCP_PARSE_ERROR)
+        return 400;
+    if (!st->modern)
+        return 200;
+    switch (code) {
+    case MCP_INVALID_PARAMS:
+    case MCP_HEADER_MISMATCH:
+    case MCP_MISSING_CAPABILITY:
+    case MCP_UNSUPPORTED_VERSION:
+    case MCP_INVALID_REQUEST:
+        return 400;
+    case MCP_METHOD_NOT_FOUND:
+        return 404;
+    default:
+        return 200;
+    }
+}
+
+static int start_sse(struct hstream *st)
+{
+    char head[512];
+    int n =
+        snprintf(head, sizeof(head),
+                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
+                 "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s\r\n",
+                 st->session_header[0] ? "Mcp-Session-Id: " : "", st->session_header,
+                 st->session_header[0] ? "\r\n" : "");
+
+    st->mode = ST_SSE;
+    return mg_write(st->conn, head, (size_t)n) > 0 ? 0 : -1;
+}
+
+/* Writes one message (owner thread, no lock). Returns -1 when the client is gone. */
+static int owner_write(struct hstream *st, const char *json, size_t len, enum mcp_route_kind kind)
+{
+    bool final = kind == MCP_ROUTE_RESPONSE && st->ends_at_answer;
+
+    if (st->mode == ST_UNSTARTED && final) {
+        st->mode = ST_JSON;
+        st->done = true;
+        return write_answer(st->conn, answer_status(st, json, len), "application/json", json, len,
+                            st->session_header, NULL);
+    }
+    if (st->mode == ST_UNSTARTED && start_sse(st) < 0)
+        return -1;
+    if (write_chunk(st->conn, "event: message\ndata: ", 21, json, len, "\n\n", 2) < 0)
+        return -1;
+    if (final) {
+        st->done = true;
+        if (mg_write(st->conn, "0\r\n\r\n", 5) <= 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A message for stream st (the engine's send, any thread). */
+static void stream_deliver(struct hstream *st, const char *json, size_t len,
+                           enum mcp_route_kind kind)
+{
+    struct qmsg *m;
+
+    if (pthread_equal(pthread_self(), st->owner)) {
+        if (st->dead || st->done)
+            return;
+        if (owner_write(st, json, len, kind) < 0) {
+            pthread_mutex_lock(&st->mu);
+            st->dead = true;
+            pthread_mutex_unlock(&st->mu);
+        }
+        return;
+    }
+    m = malloc(sizeof(*m) + len + 1);
+    pthread_mutex_lock(&st->mu);
+    if (!m || st->dead || st->done) {
+        pthread_mutex_unlock(&st->mu);
+        free(m);
+        return;
+    }
+    if (st->queued + len > st->queue_max) {
+        log_warn("mcp-http: a stream's client is not reading (%zu bytes waiting); the stream is "
+                 "closed",
+                 st->queued);
+        st->dead = true;
+        pthread_cond_broadcast(&st->cond);
+        pthread_mutex_unlock(&st->mu);
+        free(m);
+        return;
+    }
+    m->next = NULL;
+    m->kind = kind;
+    m->len = len;
+    memcpy(m->text, json, len);
+    m->text[len] = '\0';
+    if (st->tail)
+        st->tail->next = m;
+    else
+        st->head = m;
+    st->tail = m;
+    st->queued += len;
+    pthread_cond_broadcast(&st->cond);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void on_client_gone(void *arg)
+{
+    struct hstream *st = arg;
+
+    pthread_mutex_lock(&st->mu);
+    st->dead = true;
+    pthread_cond_broadcast(&st->cond);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Serves st until it is done (its answer written) or dead, writing what others queue. long_lived
+ * streams get keep-alive comments. */
+static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
+{
+    int keepalive = h->opt.keepalive_ms;
+    int64_t next_ping = mcp_http__now_ms() + keepalive;
+    int watch = h->opt.watch ? h->opt.watch(h->opt.ctx, st->conn, on_client_gone, st) : -1;
+
+    pthread_mutex_lock(&h->mu);
+    st->next_open = h->open;
+    h->open = st;
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        struct qmsg *m;
+        struct timespec ts;
+        int64_t now;
+
+        if (st->head) {
+            m = st->head;
+            st->head = m->next;
+            if (!st->head)
+                st->tail = NULL;
+            st->queued -= m->len;
+            pthread_mutex_unlock(&st->mu);
+            if (!st->done && !st->dead && owner_write(st, m->text, m->len, m->kind) < 0) {
+                pthread_mutex_lock(&st->mu);
+                st->dead = true;
+                pthread_mutex_unlock(&st->mu);
+            }
+            free(m);
+            pthread_mutex_lock(&st->mu);
+            continue;
+        }
+        if (st->done || st->dead || atomic_load(&h->closing))
+            break;
+        now = mcp_http__now_ms();
+        /* Every SSE stream gets comments while it idles: a client that left shows up as a
+         * failed write even where nothing watches its connection. */
+        if ((long_lived || st->mode == ST_SSE) && now >= next_ping) {
+            pthread_mutex_unlock(&st->mu);
+            if (st->mode == ST_UNSTARTED && start_sse(st) < 0)
+                st->dead = true;
+            else if (write_chunk(st->conn, ":\n\n", 3, NULL, 0, NULL, 0) < 0)
+                st->dead = true;
+            next_ping = now + keepalive;
+            pthread_mutex_lock(&st->mu);
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        {
+            int64_t wait = next_ping - now;
+
+            ts.tv_sec += (time_t)(wait / 1000);
+            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+        }
+        pthread_cond_timedwait(&st->cond, &st->mu, &ts);
+    }
+    pthread_mutex_unlock(&st->mu);
+    pthread_mutex_lock(&h->mu);
+    for (struct hstream **pp = &h->open; *pp; pp = &(*pp)->next_open)
+        if (*pp == st) {
+            *pp = st->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&h->mu);
+    if (watch >= 0)
+        h->opt.unwatch(h->opt.ctx, watch);
+    /* A stream that ends without its answer: the SSE body still needs its last chunk. */
+    if (st->mode == ST_SSE && !st->done && !st->dead)
+        mg_write(st->conn, "0\r\n\r\n", 5);
+}
+
+/* ---- sessions ---- */
+
+static void hsess_send(void *ctx, const char *json, size_t len, const struct mcp_route *route)
+{
+    struct hsess *hs = ctx;
+
+    if (route->origin) {
+        stream_deliver(route->origin, json, len, route->kind);
+        return;
+    }
+    if (hs->kind == HS_WS) {
+        mcp_http__ws_send(hs, json, len);
+        return;
+    }
+    pthread_mutex_lock(&hs->mu);
+    if (hs->out)
+        stream_deliver(hs->out, json, len,
+                       route->kind == MCP_ROUTE_RESPONSE
+                           ? MCP_ROUTE_SESSION /* never ends the stream */
+                           : route->kind);
+    else
+        log_debug("mcp-http: a message for session %s, which has no stream open, was dropped",
+                  hs->id);
+    pthread_mutex_unlock(&hs->mu);
+}
+
+static void hsess_closed(void *ctx)
+{
+    struct hsess *hs = ctx;
+
+    if (hs->ws)
+        mcp_http__ws_free(hs->ws);
+    pthread_mutex_destroy(&hs->mu);
+    free(hs);
+}
+
+static const struct mcp_transport hsess_transport = {.send = hsess_send, .closed = hsess_closed};
+
+static void random_id(char out[MCP_HTTP_ID_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[MCP_HTTP_ID_LEN / 2];
+
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        /* No kernel randomness (which should not happen): time and address still differ. */
+        uint64_t t = (uint64_t)mcp_http__now_ms() ^ (uint64_t)(uintptr_t)out;
+
+        for (size_t i = 0; i < sizeof(raw); i++)
+            raw[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)(i * 37);
+    }
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[MCP_HTTP_ID_LEN] = '\0';
+}
+
+struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsigned mflags,
+                                    struct errinfo *err)
+{
+    struct hsess *hs = calloc(1, sizeof(*hs));
+
+    if (!hs) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for an MCP session");
+        return NULL;
+    }
+    hs->h = h;
+    hs->kind = kind;
+    random_id(hs->id);
+    hs->last_used_ms = mcp_http__now_ms();
+    pthread_mutex_init(&hs->mu, NULL);
+    hs->ms = mcp_session_new(h->opt.server, &hsess_transport, hs, mflags, err);
+    if (!hs->ms) {
+        pthread_mutex_destroy(&hs->mu);
+        free(hs);
+        return NULL;
+    }
+    return hs;
+}
+
+/* Ends the sessions nobody used for session_idle_ms (h->mu held); returns them to close. */
+static struct hsess *take_expired(struct mcp_http *h, int64_t now)
+{
+    struct hsess *expired = NULL;
+
+    for (struct hsess **pp = &h->sessions; *pp;) {
+        struct hsess *hs = *pp;
+
+        if (hs->kind != HS_STREAMABLE || hs->busy || hs->out ||
+            now - hs->last_used_ms < h->opt.session_idle_ms) {
+            pp = &hs->next;
+            continue;
+        }
+        *pp = hs->next;
+        hs->listed = false;
+        h->nsessions--;
+        hs->next = expired;
+        expired = hs;
+    }
+    return expired;
+}
+
+static void close_list(struct hsess *list)
+{
+    while (list) {
+        struct hsess *next = list->next;
+
+        log_info("mcp-http: session %s expired (unused)", list->id);
+        mcp_session_close(list->ms);
+        list = next;
+    }
+}
+
+int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err)
+{
+    struct hsess *expired;
+    int rc = 0;
+
+    pthread_mutex_lock(&h->mu);
+    expired = take_expired(h, mcp_http__now_ms());
+    if (h->closing || h->nsessions >= h->opt.session_max) {
+        errinfo_set(err, ERR_UNAVAILABLE,
+                    "the server has %d MCP sessions open, the most it serves (%s); end one (DELETE "
+                    "with its Mcp-Session-Id) or raise %s",
+                    h->nsessions, h->limit_name, h->limit_name);
+        rc = -1;
+    } else {
+        hs->next = h->sessions;
+        h->sessions = hs;
+        hs->listed = true;
+        h->nsessions++;
+        if (hs->kind == HS_WS)
+            h->nws++;
+    }
+    pthread_mutex_unlock(&h->mu);
+    close_list(expired);
+    return rc;
+}
+
+void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
+{
+    pthread_mutex_lock(&h->mu);
+    if (hs->listed) {
+        for (struct hsess **pp = &h->sessions; *pp; pp = &(*pp)->next)
+            if (*pp == hs) {
+                *pp = hs->next;
+                break;
+            }
+        hs->listed = false;
+        h->nsessions--;
+        if (hs->kind == HS_WS)
+            h->nws--;
+    }
+    pthread_mutex_unlock(&h->mu);
+    mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
+}
+
+/* The listed Streamable session with this id, marked busy; NULL when there is none. */
+static struct hsess *session_get(struct mcp_http *h, const char *id)
+{
+    struct hsess *found = NULL, *expired;
+    int64_t now = mcp_http__now_ms();
+
+    pthread_mutex_lock(&h->mu);
+    expired = take_expired(h, now);
+    for (struct hsess *hs = h->sessions; hs && !found; hs = hs->next)
+        if (hs->kind == HS_STREAMABLE && strcmp(hs->id, id) == 0)
+            found = hs;
+    if (found) {
+        found->busy++;
+        found->last_used_ms = now;
+    }
+    pthread_mutex_unlock(&h->mu);
+    close_list(expired);
+    return found;
+}
+
+static void session_put(struct mcp_http *h, struct hsess *hs)
+{
+    pthread_mutex_lock(&h->mu);
+    hs->busy--;
+    hs->last_used_ms = mcp_http__now_ms();
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* A legacy /sse session by id (for POST /message); NULL when there is none. */
+static struct hsess *sse_session_get(struct mcp_http *h, const char *id)
+{
+    struct hsess *found = NULL;
+
+    pthread_mutex_lock(&h->mu);
+    for (struct hsess *hs = h->sessions; hs && !found; hs = hs->next)
+        if (hs->kind == HS_SSE && strcmp(hs->id, id) == 0)
+            found = hs;
+    if (found)
+        found->busy++;
+    pthread_mutex_unlock(&h->mu);
+    return found;
+}
+
+/* ---- reading a request ---- */
+
+static bool accepts(const char *accept, const char *type)
+{
+    return accept && (strcasestr(accept, type) || strstr(accept, "*/*"));
+}
+
+static bool is_json_type(const char *ctype)
+{
+    static const char want[] = "application/json";
+
+    if (!ctype)
+        return false;
+    while (*ctype == ' ')
+        ctype++;
+    if (strncasecmp(ctype, want, sizeof(want) - 1) != 0)
+        return false;
+    ctype += sizeof(want) - 1;
+    while (*ctype == ' ')
+        ctype++;
+    return !*ctype || *ctype == ';';
+}
+
+/* Reads the body (at most max bytes) into an owned NUL-terminated buffer. Answers and returns
+ * the status on failure, else 0. */
+static int read_body(struct mg_connection *conn, size_t max, char **out, size_t *outlen)
+{
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    long long clen = ri->content_length;
+    size_t cap = clen >= 0 ? (size_t)clen + 1 : BODY_CHUNK, len = 0;
+    char *buf;
+
+    if (clen > (long long)max)
+        return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
+                          "the request body is %lld bytes, over the limit of %zu bytes", clen, max);
+    buf = malloc(cap);
+    if (!buf)
+        return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "out of memory for the body");
+    for (;;) {
+        int n;
+
+        if (len + 1 == cap) {
+            char *nb;
+
+            if (clen >= 0)
+                break;
+            if (cap > max) {
+                free(buf);
+                return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
+                                  "the request body is over the limit of %zu bytes", max);
+            }
+            nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL,
+                                  "out of memory for the body");
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        n = mg_read(conn, buf + len, cap - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    if (clen >= 0 && len != (size_t)clen) {
+        free(buf);
+        return http_error(conn, 400, MCP_INVALID_REQUEST, NULL,
+                          "the request body ended after %zu of %lld bytes", len, clen);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+/* The value of a query parameter (URL-decoded) into out; false when absent. */
+static bool query_param(const struct mg_connection *conn, const char *name, char *out, size_t size)
+{
+    const char *q = mg_get_request_info(conn)->query_string;
+
+    return q && mg_get_var(q, strlen(q), name, out, size) > 0;
+}
+
+/* ---- the 2026-07-28 headers ---- */
+
+/* Decodes a header value that may be "=?base64?...?=" into out (NUL-terminated). */
+static bool header_value(const char *h, char *out, size_t size)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = strlen(h), o = 0;
+    unsigned acc = 0;
+    int bits = 0;
+
+    if (n < 11 || strncmp(h, "=?base64?", 9) != 0 || strcmp(h + n - 2, "?=") != 0) {
+        if (n >= size)
+            return false;
+        memcpy(out, h, n + 1);
+        return true;
+    }
+    for (const char *p = h + 9; p < h + n - 2; p++) {
+        const char *at;
+
+        if (*p == '=')
+            break;
+        at = strchr(tbl, *p);
+        if (!at || !*p)
+            return false;
+        acc = (acc << 6) | (unsigned)(at - tbl);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o + 1 >= size)
+                return false;
+            out[o++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    out[o] = '\0';
+    return true;
+}
+
+/* Checks a modern request's headers against its body; answers 400 -32020 and returns the status
+ * when they differ, else 0. */
+static int check_modern_headers(struct mg_connection *conn, const cJSON *msg)
+{
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+    const cJSON *ver =
+        cJSON_GetObjectItemCaseSensitive(meta, "io.modelcontextprotocol/protocolVersion");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    const char *hv = mg_get_header(conn, "MCP-Protocol-Version");
+    const char *hm = mg_get_header(conn, "Mcp-Method");
+    const char *hn = mg_get_header(conn, "Mcp-Name");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const char *want_name = NULL;
+    char decoded[2048];
+    char *line;
+    char why[400] = "";
+
+    if (cJSON_IsString(method) && (strcmp(method->valuestring, "tools/call") == 0 ||
+                                   strcmp(method->valuestring, "prompts/get") == 0)) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(params, "name");
+
+        want_name = cJSON_IsString(n) ? n->valuestring : "";
+    } else if (cJSON_IsString(method) && strcmp(method->valuestring, "resources/read") == 0) {
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(params, "uri");
+
+        want_name = cJSON_IsString(u) ? u->valuestring : "";
+    }
+    if (!hv)
+        snprintf(why, sizeof(why), "the MCP-Protocol-Version header is missing");
+    else if (!cJSON_IsString(ver) || strcmp(hv, ver->valuestring) != 0)
+        snprintf(why, sizeof(why),
+                 "the MCP-Protocol-Version header %.40s does not match the body's protocol "
+                 "version",
+                 hv);
+    else if (!hm)
+        snprintf(why, sizeof(why), "the Mcp-Method header is missing");
+    else if (!cJSON_IsString(method) || strcmp(hm, method->valuestring) != 0)
+        snprintf(why, sizeof(why), "the Mcp-Method header %.60s does not match the body's method",
+                 hm);
+    else if (want_name && !hn)
+        snprintf(why, sizeof(why), "the Mcp-Name header is missing (it names %.60s)",
+                 method->valuestring);
+    else if (want_name &&
+             (!header_value(hn, decoded, sizeof(decoded)) || strcmp(decoded, want_name) != 0))
+        snprintf(why, sizeof(why), "the Mcp-Name header does not match the body's %s",
+                 strcmp(method->valuestring, "resources/read") == 0 ? "uri" : "name");
+    if (!why[0])
+        return 0;
+    line = jsonrpc_build_error(id, MCP_HEADER_MISMATCH, why, NULL);
+    if (line) {
+        write_answer(conn, 400, "application/json", line, strlen(line), NULL, NULL);
+        free(line);
+    }
+    return 400;
+}
+
+/* ---- POST ---- */
+
+/* What a POST body holds. */
+struct body_kind {
+    bool has_request; /* a request (or a batch with one) that will be answered */
+    bool modern;
+    bool initialize;
+};
+
+static void classify(const cJSON *msg, struct body_kind *k)
+{
+    const cJSON *m;
+
+    memset(k, 0, sizeof(*k));
+    if (cJSON_IsArray(msg)) {
+        cJSON_ArrayForEach(m, msg) if (cJSON_GetObjectItemCaseSensitive(m, "method") &&
+                                       cJSON_GetObjectItemCaseSensitive(m, "id")) k->has_request =
+            true;
+        return;
+    }
+    m = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    k->has_request = cJSON_IsString(m) && cJSON_GetObjectItemCaseSensitive(msg, "id");
+    k->initialize = k->has_request && strcmp(m->valuestring, "initialize") == 0;
+    {
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(msg, "params"), "_meta");
+
+        k->modern = cJSON_IsObject(meta) && cJSON_GetObjectItemCaseSensitive(
+                                                meta, "io.modelcontextprotocol/protocolVersion");
+    }
+    /* Anything malformed is handed to the engine, which answers what it deserves. */
+    if (!cJSON_IsString(m) && !cJSON_GetObjectItemCaseSensitive(msg, "result") &&
+        !cJSON_GetObjectItemCaseSensitive(msg, "error"))
+        k->has_request = true;
+}
+
+static bool legacy_version_ok(const char *v)
+{
+    for (size_t i = 0; i < sizeof(legacy_versions) / sizeof(legacy_versions[0]); i++)
+        if (strcmp(v, legacy_versions[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Feeds the body to hs on stream st and serves the answer. Returns the HTTP status. */
+static int serve_post(struct mcp_http *h, struct mg_connection *conn, struct hsess *hs,
+                      struct hstream *st, const char *body, size_t len, bool answered)
+{
+    mcp_session_handle(hs->ms, body, len, st);
+    if (!answered) {
+        /* Notifications and responses: 202, unless the engine had something to say about it. */
+        pthread_mutex_lock(&st->mu);
+        answered = st->head || st->mode != ST_UNSTARTED;
+        pthread_mutex_unlock(&st->mu);
+        if (!answered) {
+            mcp_session_cancel_origin(hs->ms, st);
+            write_answer(conn, 202, "application/json", "", 0, NULL, NULL);
+            return 202;
+        }
+    }
+    stream_run(h, st, false);
+    mcp_session_cancel_origin(hs->ms, st);
+    return 200;
+}
+
+static int on_post(struct mcp_http *h, struct mg_connection *conn)
+{
+    const char *sid = mg_get_header(conn, "Mcp-Session-Id");
+    const char *pv = mg_get_header(conn, "MCP-Protocol-Version");
+    struct hsess *hs = NULL;
+    struct hstream st;
+    struct body_kind k;
+    struct errinfo err = {0};
+    char *body = NULL;
+    size_t len = 0;
+    cJSON *msg;
+    int status;
+    bool listed = false;
+
+    if (!accepts(mg_get_header(conn, "Accept"), "application/json") ||
+        !accepts(mg_get_header(conn, "Accept"), "text/event-stream"))
+        return http_error(conn, 406, MCP_INVALID_REQUEST, NULL,
+                          "send Accept: application/json, text/event-stream (the answer is one "
+                          "of the two)");
+    if (!is_json_type(mg_get_header(conn, "Content-Type")))
+        return http_error(conn, 415, MCP_INVALID_REQUEST, NULL,
+                          "POST bodies must be JSON: send Content-Type: application/json");
+    status = read_body(conn, h->opt.body_max, &body, &len);
+    if (status)
+        return status;
+    msg = jsonrpc_parse(body, len, &err);
+    if (!msg) {
+        free(body);
+        return http_error(
+            conn, 400, err.kind == ERR_TOO_LARGE ? MCP_INVALID_REQUEST : MCP_PARSE_ERROR, NULL,
+            "%s: %s", err.kind == ERR_TOO_LARGE ? "Invalid Request" : "Parse error", err.msg);
+    }
+    classify(msg, &k);
+    if (k.modern && check_modern_headers(conn, msg)) {
+        cJSON_Delete(msg);
+        free(body);
+        return 400;
+    }
+    cJSON_Delete(msg);
+    stream_init(&st, conn, k.modern, h->opt.stream_queue_max);
+    st.ends_at_answer = true;
+    if (!k.modern && sid) {
+        hs = session_get(h, sid);
+        if (!hs) {
+            free(body);
+            stream_destroy(&st);
+            return http_error(conn, 404, -32001, NULL,
+                              "Session not found: no MCP session %.40s (it ended or expired); "
+                              "send initialize again without Mcp-Session-Id",
+                              sid);
+        }
+        listed = true;
+        if (pv && !legacy_version_ok(pv)) {
+            session_put(h, hs);
+            free(body);
+            stream_destroy(&st);
+            return http_error(conn, 400, MCP_INVALID_REQUEST, NULL,
+                              "unsupported MCP-Protocol-Version %.40s; this session speaks %s", pv,
+                              mcp_session_protocol(hs->ms) ? mcp_session_protocol(hs->ms)
+                                                           : "no version yet");
+        }
+    } else if (!k.modern && k.initialize) {
+        hs = mcp_http__session_new(h, HS_STREAMABLE, 0, &err);
+        if (hs && mcp_http__session_list(h, hs, &err) < 0) {
+            mcp_session_close(hs->ms);
+            hs = NULL;
+        }
+        if (!hs) {
+            free(body);
+            stream_destroy(&st);
+            return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
+        }
+        pthread_mutex_lock(&h->mu);
+        hs->busy++;
+        pthread_mutex_unlock(&h->mu);
+        listed = true;
+        memcpy(st.session_header, hs->id, sizeof(st.session_header));
+    } else {
+        /* A modern request, or one with neither a session nor the modern _meta (whose error
+         * the engine gives): a session for this POST alone. */
+        hs = mcp_http__session_new(h, HS_STATELESS, MCP_SESSION_MODERN_ONLY, &err);
+        if (!hs) {
+            free(body);
+            stream_destroy(&st);
+            return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
+        }
+        st.modern = true;
+    }
+    status = serve_post(h, conn, hs, &st, body, len, k.has_request);
+    free(body);
+    if (listed) {
+        session_put(h, hs);
+        /* An initialize the engine refused leaves no session behind. */
+        if (k.initialize && !mcp_session_protocol(hs->ms))
+            mcp_http__session_end(h, hs);
+    } else {
+        mcp_session_close(hs->ms);
+    }
+    stream_destroy(&st);
+    return status;
+}
+
+/* ---- GET and DELETE ---- */
+
+static int on_get(struct mcp_http *h, struct mg_connection *conn)
+{
+    const char *sid = mg_get_header(conn, "Mcp-Session-Id");
+    struct errinfo err = {0};
+    struct hsess *hs;
+    struct hstream st;
+    bool busy;
+
+    if (!sid)
+        return http_error(conn, 405, MCP_INVALID_REQUEST, "Allow: POST, DELETE\r\n",
+                          "GET on the MCP endpoint needs the Mcp-Session-Id of a session opened "
+                          "with initialize; 2026-07-28 clients open a stream with "
+                          "subscriptions/listen instead");
+    if (!accepts(mg_get_header(conn, "Accept"), "text/event-stream"))
+        return http_error(conn, 406, MCP_INVALID_REQUEST, NULL,
+                          "the GET stream is text/event-stream: send Accept: text/event-stream");
+    hs = session_get(h, sid);
+    if (!hs)
+        return http_error(conn, 404, -32001, NULL, "Session not found: no MCP session %.40s", sid);
+    pthread_mutex_lock(&hs->mu);
+    busy = hs->out != NULL;
+    pthread_mutex_unlock(&hs->mu);
+    if (busy) {
+        session_put(h, hs);
+        return http_error(conn, 409, MCP_INVALID_REQUEST, NULL,
+                          "session %s already has its GET stream open; one at a time", hs->id);
+    }
+    if (h->opt.admit && h->opt.admit(h->opt.ctx, &err) < 0) {
+        session_put(h, hs);
+        return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
+    }
+    stream_init(&st, conn, false, h->opt.stream_queue_max);
+    pthread_mutex_lock(&h->mu);
+    h->nstreams++;
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_lock(&hs->mu);
+    hs->out = &st;
+    pthread_mutex_unlock(&hs->mu);
+    if (start_sse(&st) == 0)
+        stream_run(h, &st, true);
+    pthread_mutex_lock(&hs->mu);
+    hs->out = NULL;
+    pthread_mutex_unlock(&hs->mu);
+    pthread_mutex_lock(&h->mu);
+    h->nstreams--;
+    pthread_mutex_unlock(&h->mu);
+    if (h->opt.release)
+        h->opt.release(h->opt.ctx);
+    session_put(h, hs);
+    stream_destroy(&st);
+    return 200;
+}
+
+static int on_delete(struct mcp_http *h, struct mg_connection *conn)
+{
+    const char *sid = mg_get_header(conn, "Mcp-Session-Id");
+    struct hsess *hs;
+
+    if (!sid)
+        return http_error(conn, 400, MCP_INVALID_REQUEST, NULL,
+                          "DELETE ends a session: send its Mcp-Session-Id");
+    hs = session_get(h, sid);
+    if (!hs)
+        return http_error(conn, 404, -32001, NULL, "Session not found: no MCP session %.40s", sid);
+    session_put(h, hs);
+    mcp_http__session_end(h, hs);
+    write_answer(conn, 200, "application/json", "{}", 2, NULL, NULL);
+    return 200;
+}
+
+/* ---- the legacy HTTP+SSE transport (2024-11-05) ---- */
+
+static int on_sse(struct mcp_http *h, struct mg_connection *conn)
+{
+    struct errinfo err = {0};
+    struct hsess *hs;
+    struct hstream st;
+    char event[512];
+    int n;
+
+    if (h->opt.admit && h->opt.admit(h->opt.ctx, &err) < 0)
+        return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
+    hs = mcp_http__session_new(h, HS_SSE, 0, &err);
+    if (hs && mcp_http__session_list(h, hs, &err) < 0) {
+        mcp_session_close(hs->ms);
+        hs = NULL;
+    }
+    if (!hs) {
+        if (h->opt.release)
+            h->opt.release(h->opt.ctx);
+        return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
+    }
+    stream_init(&st, conn, false, h->opt.stream_queue_max);
+    pthread_mutex_lock(&h->mu);
+    h->nstreams++;
+    pthread_mutex_unlock(&h->mu);
+    n = snprintf(event, sizeof(event), "event: endpoint\ndata: %s?sessionId=%s\n\n",
+                 h->message_path, hs->id);
+    pthread_mutex_lock(&hs->mu);
+    hs->out = &st;
+    pthread_mutex_unlock(&hs->mu);
+    if (start_sse(&st) == 0 && write_chunk(conn, event, (size_t)n, NULL, 0, NULL, 0) == 0)
+        stream_run(h, &st, true);
+    pthread_mutex_lock(&hs->mu);
+    hs->out = NULL;
+    pthread_mutex_unlock(&hs->mu);
+    mcp_http__session_end(h, hs); /* the stream is the session: it ends with it */
+    pthread_mutex_lock(&h->mu);
+    h->nstreams--;
+    pthread_mutex_unlock(&h->mu);
+    if (h->opt.release)
+        h->opt.release(h->opt.ctx);
+    stream_destroy(&st);
+    return 200;
+}
+
+static int on_message(struct mcp_http *h, struct mg_connection *conn)
+{
+    char id[MCP_HTTP_ID_LEN + 8];
+    struct hsess *hs;
+    char *body = NULL;
+    size_t len = 0;
+    int status;
+
+    if (!query_param(conn, "sessionId", id, sizeof(id)))
+        return http_error(conn, 400, MCP_INVALID_REQUEST, NULL,
+                          "POST %s needs ?sessionId= from the endpoint event of GET %s",
+                          h->message_path, h->sse_path);
+    if (!is_json_type(mg_get_header(conn, "Content-Type")))
+        return http_error(conn, 415, MCP_INVALID_REQUEST, NULL,
+                          "POST bodies must be JSON: send Content-Type: application/json");
+    hs = sse_session_get(h, id);
+    if (!hs)
+        return http_error(conn, 404, -32001, NULL,
+                          "no SSE session %.40s: its GET %s stream is closed; open a new one", id,
+                          h->sse_path);
+    status = read_body(conn, h->opt.body_max, &body, &len);
+    if (status == 0) {
+        mcp_session_handle(hs->ms, body, len, NULL); /* answers go to the session's stream */
+        write_answer(conn, 202, "text/plain", "Accepted", 8, NULL, NULL);
+        status = 202;
+    }
+    free(body);
+    session_put(h, hs);
+    return status;
+}
+
+/* ---- the transport ---- */
+
+static char *dup_path(const char *p, bool *failed)
+{
+    char *d = p ? strdup(p) : NULL;
+
+    if (p && !d)
+        *failed = true;
+    return d;
+}
+
+struct mcp_http *mcp_http_new(const struct mcp_http_options *opt, struct errinfo *err)
+{
+    struct mcp_http *h = calloc(1, sizeof(*h));
+    bool failed = false;
+
+    if (!h || !opt->server) {
+        free(h);
+        errinfo_set(err, opt->server ? ERR_NOMEM : ERR_INVALID,
+                    opt->server ? "out of memory for the MCP HTTP transport"
+                                : "mcp_http_new needs a server");
+        return NULL;
+    }
+    h->opt = *opt;
+    h->mcp_path = dup_path(opt->mcp_path, &failed);
+    h->sse_path = dup_path(opt->sse_path, &failed);
+    h->message_path = dup_path(
+        opt->message_path ? opt->message_path : (opt->sse_path ? "/message" : NULL), &failed);
+    h->ws_path = dup_path(opt->ws_path, &failed);
+    h->limit_name =
+        dup_path(opt->session_max_name ? opt->session_max_name : "session_max", &failed);
+    if (failed) {
+        mcp_http_free(h);
+        errinfo_set(err, ERR_NOMEM, "out of memory for the MCP HTTP transport");
+        return NULL;
+    }
+    h->opt.mcp_path = h->mcp_path;
+    h->opt.sse_path = h->sse_path;
+    h->opt.message_path = h->message_path;
+    h->opt.ws_path = h->ws_path;
+    if (!h->opt.body_max)
+        h->opt.body_max = BODY_MAX_DEFAULT;
+    if (h->opt.session_max <= 0)
+        h->opt.session_max = SESSION_MAX_DEFAULT;
+    if (h->opt.session_idle_ms <= 0)
+        h->opt.session_idle_ms = IDLE_MS_DEFAULT;
+    if (!h->opt.stream_queue_max)
+        h->opt.stream_queue_max = QUEUE_MAX_DEFAULT;
+    if (h->opt.keepalive_ms <= 0)
+        h->opt.keepalive_ms = KEEPALIVE_MS_DEFAULT;
+    pthread_mutex_init(&h->mu, NULL);
+    return h;
+}
+
+void mcp_http_shutdown(struct mcp_http *h)
+{
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->closing, true);
+    for (struct hstream *st = h->open; st; st = st->next_open) {
+        pthread_mutex_lock(&st->mu);
+        pthread_cond_broadcast(&st->cond);
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+void mcp_http_free(struct mcp_http *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->closing = true;
+    while (h->sessions) {
+        struct hsess *hs = h->sessions;
+
+        h->sessions = hs->next;
+        hs->listed = false;
+        pthread_mutex_unlock(&h->mu);
+        mcp_session_close(hs->ms);
+        pthread_mutex_lock(&h->mu);
+    }
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_destroy(&h->mu);
+    free(h->mcp_path);
+    free(h->sse_path);
+    free(h->message_path);
+    free(h->ws_path);
+    free(h->limit_name);
+    free(h->ws_ctx);
+    free(h);
+}
+
+bool mcp_http_is_path(const struct mcp_http *h, const char *path)
+{
+    return (h->mcp_path && strcmp(path, h->mcp_path) == 0) ||
+           (h->sse_path && strcmp(path, h->sse_path) == 0) ||
+           (h->message_path && h->sse_path && strcmp(path, h->message_path) == 0);
+}
+
+int mcp_http_handle(struct mcp_http *h, struct mg_connection *conn)
+{
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    const char *path = ri->local_uri_raw ? ri->local_uri_raw : "";
+    const char *m = ri->request_method;
+
+    if (h->mcp_path && strcmp(path, h->mcp_path) == 0) {
+        if (strcmp(m, "POST") == 0)
+            return on_post(h, conn);
+        if (strcmp(m, "GET") == 0)
+            return on_get(h, conn);
+        if (strcmp(m, "DELETE") == 0)
+            return on_delete(h, conn);
+        return http_error(conn, 405, MCP_INVALID_REQUEST, "Allow: POST, GET, DELETE\r\n",
+                          "%.16s %s is not allowed: use POST, GET or DELETE", m, path);
+    }
+    if (h->sse_path && strcmp(path, h->sse_path) == 0) {
+        if (strcmp(m, "GET") == 0)
+            return on_sse(h, conn);
+        return http_error(conn, 405, MCP_INVALID_REQUEST, "Allow: GET\r\n",
+                          "%.16s %s is not allowed: GET opens the legacy SSE stream; messages go "
+                          "to POST %s?sessionId=",
+                          m, path, h->message_path);
+    }
+    if (h->message_path && strcmp(path, h->message_path) == 0) {
+        if (strcmp(m, "POST") == 0)
+            return on_message(h, conn);
+        return http_error(conn, 405, MCP_INVALID_REQUEST, "Allow: POST\r\n",
+                          "%.16s %s is not allowed: use POST", m, path);
+    }
+    return http_error(conn, 404, MCP_INVALID_REQUEST, NULL, "no MCP endpoint at %.200s", path);
+}
+
+cJSON *mcp_http_status_json(struct mcp_http *h)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    pthread_mutex_lock(&h->mu);
+    if (o && (!cJSON_AddNumberToObject(o, "sessions", h->nsessions - h->nws) ||
+              !cJSON_AddNumberToObject(o, "streams", h->nstreams) ||
+              !cJSON_AddNumberToObject(o, "websockets", h->nws) ||
+              !cJSON_AddNumberToObject(o, "max", h->opt.session_max))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return o;
+}

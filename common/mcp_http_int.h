@@ -1,0 +1,104 @@
+/* common/mcp_http_int.h - what the HTTP transport's files share (mcp_http.c: sessions, streams,
+ * Streamable HTTP and legacy SSE; mcp_http_ws.c: WebSocket; mcp_http_serve.c: the standalone
+ * server); not for other modules. Functions named mcp_http__* are private to the transport.
+ *
+ * Locks: h->mu guards the session table and the counters; st->mu guards one stream's queue and
+ * flags; hs->mu one session's stream pointers. Order: h->mu, then hs->mu, then st->mu. Nothing
+ * is held while writing to a connection or calling into the engine. */
+#ifndef COMMON_MCP_HTTP_INT_H
+#define COMMON_MCP_HTTP_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runbox/mcp_http.h"
+
+#define MCP_HTTP_ID_LEN 32 /* session ids: 32 lowercase hex digits (128 random bits) */
+
+enum hs_kind { HS_STREAMABLE, HS_STATELESS, HS_SSE, HS_WS };
+
+/* One queued message. */
+struct qmsg {
+    struct qmsg *next;
+    enum mcp_route_kind kind;
+    size_t len;
+    char text[]; /* len bytes + NUL */
+};
+
+enum st_mode { ST_UNSTARTED, ST_JSON, ST_SSE };
+
+/* A response stream: one POST's answer, a GET stream, a legacy /sse stream. Only the owner
+ * thread (the civetweb worker serving it) writes to its connection; other threads queue. */
+struct hstream {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct mg_connection *conn;
+    pthread_t owner;
+    enum st_mode mode;
+    bool modern;         /* answers map JSON-RPC errors to HTTP statuses */
+    bool done;           /* the final message was written (the request's answer) */
+    bool dead;           /* the client went away or a write failed */
+    bool ends_at_answer; /* a POST stream: it ends with its request's answer */
+    struct qmsg *head, *tail;
+    struct hstream *next_open; /* in h->open (h->mu), while stream_run serves it */
+    size_t queued;             /* bytes in the queue */
+    size_t queue_max;
+    char session_header[MCP_HTTP_ID_LEN + 1]; /* Mcp-Session-Id to send with the first bytes */
+};
+
+/* A session of the transport: the engine's session plus how its messages reach the client. */
+struct hsess {
+    struct hsess *next; /* in h->sessions */
+    struct mcp_http *h;
+    enum hs_kind kind;
+    char id[MCP_HTTP_ID_LEN + 1];
+    struct mcp_session *ms;
+    pthread_mutex_t mu;
+    struct hstream *out; /* where origin-less messages go: the GET stream (Streamable), the /sse
+                            stream (SSE); NULL when there is none now */
+    int64_t last_used_ms;
+    unsigned busy; /* requests of it being served now (h->mu) */
+    bool listed;   /* in h->sessions */
+    void *ws;      /* HS_WS: the WebSocket connection state (mcp_http_ws.c) */
+};
+
+struct mcp_http {
+    struct mcp_http_options opt; /* the strings point into the copies below */
+    char *mcp_path, *sse_path, *message_path, *ws_path, *limit_name;
+    pthread_mutex_t mu;
+    struct hsess *sessions;
+    struct hstream *open; /* the streams being served now, to wake them at shutdown */
+    int nsessions;        /* listed sessions (Streamable, SSE, WebSocket) */
+    int nstreams;         /* long-lived streams open now */
+    int nws;
+    atomic_bool closing;
+    void *ws_ctx; /* owned: civetweb's WebSocket handler data (mcp_http_ws.c) */
+};
+
+/* ---- mcp_http.c, for the other files ---- */
+
+/* A new session of kind (not yet listed), with its engine session. NULL with err. */
+struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsigned mflags,
+                                    struct errinfo *err);
+
+/* Lists hs (it counts against session_max); -1 with err (503 text) when full. */
+int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err);
+
+/* Unlists and closes hs: the engine session is closed and hs freed once it is gone. */
+void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
+
+/* The current time on CLOCK_MONOTONIC, ms. */
+int64_t mcp_http__now_ms(void);
+
+/* ---- mcp_http_ws.c ---- */
+
+/* Sends one message on a WebSocket session (any thread). */
+void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len);
+
+/* Frees the WebSocket state of a session that is gone. */
+void mcp_http__ws_free(void *ws);
+
+#endif /* COMMON_MCP_HTTP_INT_H */

@@ -1,0 +1,330 @@
+/* common/mcp_http_ws.c - MCP over WebSocket (see runbox/mcp_http.h): subprotocol "mcp", one
+ * JSON-RPC message per text frame, one session per connection.
+ *
+ * DESIGN: civetweb's worker reads the connection and calls the data handler for each frame;
+ * that thread feeds the engine. Messages to the client are queued and written by a thread of the
+ * connection's own, so that nobody sending (a handler answering, a broadcast) waits for a client
+ * that does not read; a queue that passes stream_queue_max closes the connection. Fragmented
+ * messages are put together up to body_max; a larger message, or a binary frame, is answered
+ * with a JSON-RPC error, and a message too large closes the connection with 1009. A client that
+ * closes the connection ends the session, which cancels its calls. */
+#include "mcp_http_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <civetweb.h>
+
+#include "jsonrpc.h"
+#include "log.h"
+
+struct wsconn {
+    struct mcp_http *h;
+    struct hsess *hs;
+    struct mg_connection *conn;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct qmsg *head, *tail;
+    size_t queued;
+    bool stop;     /* the connection is closing: the writer ends */
+    bool overflow; /* the client stopped reading */
+    bool writer_started, admitted;
+    pthread_t writer;
+    char *frag; /* a fragmented message being put together */
+    size_t frag_len;
+};
+
+static void ws_write(struct wsconn *w, int opcode, const char *data, size_t len)
+{
+    mg_lock_connection(w->conn);
+    mg_websocket_write(w->conn, opcode, data, len);
+    mg_unlock_connection(w->conn);
+}
+
+static void *writer_main(void *arg)
+{
+    struct wsconn *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        struct qmsg *m;
+
+        while (!w->head && !w->stop && !w->overflow)
+            pthread_cond_wait(&w->cond, &w->mu);
+        if (w->stop)
+            break;
+        if (w->overflow) {
+            pthread_mutex_unlock(&w->mu);
+            ws_write(w, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
+                     "\x03\xf0"
+                     "too slow",
+                     10); /* 1008 */
+            pthread_mutex_lock(&w->mu);
+            w->overflow = false;
+            continue;
+        }
+        m = w->head;
+        w->head = m->next;
+        if (!w->head)
+            w->tail = NULL;
+        w->queued -= m->len;
+        pthread_mutex_unlock(&w->mu);
+        ws_write(w, MG_WEBSOCKET_OPCODE_TEXT, m->text, m->len);
+        free(m);
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
+{
+    struct wsconn *w = hs->ws;
+    struct qmsg *m = w ? malloc(sizeof(*m) + len + 1) : NULL;
+
+    if (!m)
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (w->stop || w->queued + len > w->h->opt.stream_queue_max) {
+        if (!w->stop && !w->overflow)
+            log_warn("mcp-http: a WebSocket client is not reading (%zu bytes waiting); closing "
+                     "it",
+                     w->queued);
+        w->overflow = !w->stop;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->mu);
+        free(m);
+        return;
+    }
+    m->next = NULL;
+    m->kind = MCP_ROUTE_RESPONSE;
+    m->len = len;
+    memcpy(m->text, json, len);
+    m->text[len] = '\0';
+    if (w->tail)
+        w->tail->next = m;
+    else
+        w->head = m;
+    w->tail = m;
+    w->queued += len;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void mcp_http__ws_free(void *arg)
+{
+    struct wsconn *w = arg;
+
+    if (!w)
+        return;
+    while (w->head) {
+        struct qmsg *m = w->head;
+
+        w->head = m->next;
+        free(m);
+    }
+    free(w->frag);
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+/* ---- civetweb's handlers ---- */
+
+struct ws_ctx {
+    struct mcp_http *h;
+    bool (*origin_ok)(void *ctx, const char *origin);
+    void *origin_ctx;
+};
+
+static int on_connect(const struct mg_connection *conn, void *cbdata)
+{
+    struct ws_ctx *x = cbdata;
+    const char *origin = mg_get_header(conn, "Origin");
+
+    if (x->origin_ok && !x->origin_ok(x->origin_ctx, origin)) {
+        log_info("mcp-http: a WebSocket upgrade from Origin %.100s was refused", origin);
+        return 1; /* civetweb refuses the upgrade */
+    }
+    return 0;
+}
+
+static void on_ready(struct mg_connection *conn, void *cbdata)
+{
+    struct ws_ctx *x = cbdata;
+    struct mcp_http *h = x->h;
+    struct errinfo err = {0};
+    struct wsconn *w = calloc(1, sizeof(*w));
+    struct hsess *hs = NULL;
+
+    if (w) {
+        w->h = h;
+        w->conn = conn;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        w->admitted = !h->opt.admit || h->opt.admit(h->opt.ctx, &err) == 0;
+        hs = w->admitted ? mcp_http__session_new(h, HS_WS, MCP_SESSION_NO_BATCH, &err) : NULL;
+    }
+    if (hs) {
+        hs->ws = w;
+        w->hs = hs;
+        if (mcp_http__session_list(h, hs, &err) < 0) {
+            hs->ws = NULL;
+            mcp_session_close(hs->ms);
+            hs = NULL;
+            w->hs = NULL;
+        }
+    }
+    if (hs && pthread_create(&w->writer, NULL, writer_main, w) == 0) {
+        w->writer_started = true;
+        mg_set_user_connection_data(conn, w);
+        return;
+    }
+    /* Refused (full, no memory): say why, then close. */
+    {
+        char *line = jsonrpc_build_error(NULL, MCP_INTERNAL_ERROR,
+                                         err.msg[0] ? err.msg : "out of memory", NULL);
+
+        if (line) {
+            mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_TEXT, line, strlen(line));
+            free(line);
+        }
+        mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
+                           "\x03\xf5"
+                           "full",
+                           6); /* 1013 */
+    }
+    if (hs)
+        mcp_http__session_end(h, hs); /* frees w with the session */
+    else if (w) {
+        if (w->admitted && h->opt.release)
+            h->opt.release(h->opt.ctx);
+        mcp_http__ws_free(w);
+    }
+    mg_set_user_connection_data(conn, NULL);
+}
+
+/* Answers a frame the protocol has no use for with a JSON-RPC error (the session goes on). */
+static void refuse_frame(struct wsconn *w, const char *why)
+{
+    char *line = jsonrpc_build_error(NULL, MCP_INVALID_REQUEST, why, NULL);
+
+    if (line) {
+        mcp_http__ws_send(w->hs, line, strlen(line));
+        free(line);
+    }
+}
+
+static int on_data(struct mg_connection *conn, int bits, char *data, size_t len, void *cbdata)
+{
+    struct wsconn *w = mg_get_user_connection_data(conn);
+    int opcode = bits & 0x0f;
+    bool fin = (bits & 0x80) != 0;
+    size_t max;
+
+    (void)cbdata;
+    if (!w || !w->hs)
+        return 0;
+    max = w->h->opt.body_max;
+    switch (opcode) {
+    case MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE:
+        return 0;
+    case MG_WEBSOCKET_OPCODE_PING:
+        ws_write(w, MG_WEBSOCKET_OPCODE_PONG, data, len);
+        return 1;
+    case MG_WEBSOCKET_OPCODE_PONG:
+        return 1;
+    case MG_WEBSOCKET_OPCODE_BINARY:
+        refuse_frame(w, "binary frames are not MCP messages: send each JSON-RPC message as one "
+                        "text frame");
+        return 1;
+    case MG_WEBSOCKET_OPCODE_TEXT:
+    case MG_WEBSOCKET_OPCODE_CONTINUATION:
+        break;
+    default:
+        return 1;
+    }
+    if (len > max || w->frag_len + len > max) {
+        char why[160];
+
+        snprintf(why, sizeof(why),
+                 "a message of more than %zu bytes is over the limit; the "
+                 "connection is closed",
+                 max);
+        refuse_frame(w, why);
+        ws_write(w, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
+                 "\x03\xf1"
+                 "too big",
+                 9); /* 1009 */
+        return 0;
+    }
+    if (!fin || w->frag) {
+        char *nb = realloc(w->frag, w->frag_len + len + 1);
+
+        if (!nb)
+            return 0;
+        memcpy(nb + w->frag_len, data, len);
+        w->frag = nb;
+        w->frag_len += len;
+        if (!fin)
+            return 1;
+        mcp_session_handle(w->hs->ms, w->frag, w->frag_len, NULL);
+        free(w->frag);
+        w->frag = NULL;
+        w->frag_len = 0;
+        return 1;
+    }
+    mcp_session_handle(w->hs->ms, data, len, NULL);
+    return 1;
+}
+
+static void on_close(const struct mg_connection *conn, void *cbdata)
+{
+    struct wsconn *w = mg_get_user_connection_data(conn);
+    struct mcp_http *h = ((struct ws_ctx *)cbdata)->h;
+
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+    if (w->writer_started)
+        pthread_join(w->writer, NULL);
+    if (w->admitted && h->opt.release)
+        h->opt.release(h->opt.ctx);
+    mg_set_user_connection_data(conn, NULL);
+    /* The session's calls are cancelled; w goes with the session (mcp_http__ws_free). */
+    mcp_http__session_end(h, w->hs);
+}
+
+int mcp_http_attach_ws(struct mcp_http *h, struct mg_context *ctx,
+                       bool (*origin_ok)(void *ctx, const char *origin), void *origin_ctx,
+                       struct errinfo *err)
+{
+    static const char *protocols[] = {"mcp"};
+    static struct mg_websocket_subprotocols subs = {1, protocols};
+    struct ws_ctx *x;
+
+    if (!h->ws_path)
+        return 0;
+    if (!mg_check_feature(MG_FEATURES_WEBSOCKET)) {
+        errinfo_set(err, ERR_UNAVAILABLE, "this civetweb has no WebSocket support");
+        return -1;
+    }
+    /* Freed with the transport (mcp_http_free), after civetweb stopped. */
+    x = calloc(1, sizeof(*x));
+    if (!x) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for the WebSocket endpoint");
+        return -1;
+    }
+    x->h = h;
+    x->origin_ok = origin_ok;
+    x->origin_ctx = origin_ctx;
+    free(h->ws_ctx);
+    h->ws_ctx = x;
+    mg_set_websocket_handler_with_subprotocols(ctx, h->ws_path, &subs, on_connect, on_ready,
+                                               on_data, on_close, x);
+    return 0;
+}

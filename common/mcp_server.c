@@ -1,0 +1,841 @@
+/* common/mcp_server.c - the server: its tables of tools, resources, templates and prompts, its
+ * capabilities, and the notifications it sends to every session (see runbox/mcp.h).
+ *
+ * DESIGN: tools keep the order they were added in (tools/list is deterministic) and a sorted
+ * index of names for the binary search of every tools/call. The tools/list text is built only
+ * when a tools/list asks for it after a change (tools_gen), under its own mutex, so adding a
+ * hundred tools at start costs no hundred rebuilds.
+ *
+ * Broadcasts (list changes, resource updates, session logs) visit the list of sessions: each is
+ * kept alive by a reference taken under sessions_mu, then asked, under its own mutex, what of it
+ * the client wants; the messages are sent with no lock held. */
+#include "mcp_int.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "log.h"
+#include "schema.h"
+
+#define MCP_NAME_MAX 128
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* A copy of s, or NULL when s is NULL; *failed when the copy could not be made. */
+static char *copy_opt(const char *s, bool *failed)
+{
+    char *d = dup_or_null(s);
+
+    if (s && !d)
+        *failed = true;
+    return d;
+}
+
+/* Grows an array of n items of size sz to hold one more; -1 when out of memory. */
+static int grow(void **arr, size_t *cap, size_t n, size_t sz)
+{
+    size_t ncap;
+    void *p;
+
+    if (n < *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 16;
+    p = realloc(*arr, ncap * sz);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+static bool name_ok(const char *name)
+{
+    size_t n = 0;
+
+    if (!name)
+        return false;
+    for (; name[n]; n++) {
+        char ch = name[n];
+
+        if (n >= MCP_NAME_MAX)
+            return false;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '.' || ch == '-'))
+            return false;
+    }
+    return n > 0;
+}
+
+/* ---- life ---- */
+
+struct mcp_server *mcp_server_new(const struct mcp_server_info *info, struct errinfo *err)
+{
+    struct mcp_server *srv;
+    bool failed = false;
+
+    if (!info || !info->name || !info->version) {
+        errinfo_set(err, ERR_INVALID, "mcp_server_new: the server info needs a name and a version");
+        return NULL;
+    }
+    srv = calloc(1, sizeof(*srv));
+    if (!srv) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for the MCP server");
+        return NULL;
+    }
+    srv->name = copy_opt(info->name, &failed);
+    srv->version = copy_opt(info->version, &failed);
+    srv->title = copy_opt(info->title, &failed);
+    srv->instructions = copy_opt(info->instructions, &failed);
+    srv->notifies = info->notifies;
+    if (failed || pthread_rwlock_init(&srv->lock, NULL) != 0) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for the MCP server");
+        free(srv->name);
+        free(srv->version);
+        free(srv->title);
+        free(srv->instructions);
+        free(srv);
+        return NULL;
+    }
+    pthread_mutex_init(&srv->tools_json_mu, NULL);
+    pthread_mutex_init(&srv->sessions_mu, NULL);
+    srv->tools_json_gen = (uint64_t)-1;
+    return srv;
+}
+
+static void free_tool(struct srv_tool *t)
+{
+    free(t->name);
+    free(t->title);
+    free(t->description);
+    cJSON_Delete(t->input_schema);
+    cJSON_Delete(t->output_schema);
+    cJSON_Delete(t->annotations);
+}
+
+void mcp_server_free(struct mcp_server *srv)
+{
+    if (!srv)
+        return;
+    if (srv->sessions)
+        log_error("mcp: mcp_server_free with sessions still open; they are leaked");
+    for (size_t i = 0; i < srv->ntools; i++)
+        free_tool(&srv->tools[i]);
+    free(srv->tools);
+    free(srv->tool_index);
+    free(srv->tools_json);
+    for (size_t i = 0; i < srv->nresources; i++) {
+        struct srv_resource *r = &srv->resources[i];
+
+        free(r->uri);
+        free(r->name);
+        free(r->title);
+        free(r->description);
+        free(r->mime_type);
+    }
+    free(srv->resources);
+    for (size_t i = 0; i < srv->ntemplates; i++) {
+        struct srv_template *t = &srv->templates[i];
+
+        free(t->uri_template);
+        free(t->name);
+        free(t->title);
+        free(t->description);
+        free(t->mime_type);
+    }
+    free(srv->templates);
+    for (size_t i = 0; i < srv->nprompts; i++) {
+        free(srv->prompts[i].name);
+        free(srv->prompts[i].title);
+        free(srv->prompts[i].description);
+        cJSON_Delete(srv->prompts[i].arguments);
+    }
+    free(srv->prompts);
+    free(srv->name);
+    free(srv->version);
+    free(srv->title);
+    free(srv->instructions);
+    pthread_mutex_destroy(&srv->tools_json_mu);
+    pthread_mutex_destroy(&srv->sessions_mu);
+    pthread_rwlock_destroy(&srv->lock);
+    free(srv);
+}
+
+/* ---- tools ---- */
+
+static const struct mcp_server *cmp_srv; /* only for the qsort below, under srv->lock */
+
+static int cmp_index(const void *a, const void *b)
+{
+    return strcmp(cmp_srv->tools[*(const size_t *)a].name, cmp_srv->tools[*(const size_t *)b].name);
+}
+
+/* Rebuilds the sorted index (srv->lock held for writing). */
+static int reindex(struct mcp_server *srv)
+{
+    static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+    size_t *idx = realloc(srv->tool_index, (srv->ntools ? srv->ntools : 1) * sizeof(*idx));
+
+    if (!idx)
+        return -1;
+    srv->tool_index = idx;
+    for (size_t i = 0; i < srv->ntools; i++)
+        idx[i] = i;
+    pthread_mutex_lock(&sort_mu);
+    cmp_srv = srv;
+    qsort(idx, srv->ntools, sizeof(*idx), cmp_index);
+    pthread_mutex_unlock(&sort_mu);
+    return 0;
+}
+
+const struct srv_tool *mcp__find_tool(const struct mcp_server *srv, const char *name)
+{
+    size_t lo = 0, hi = srv->ntools;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct srv_tool *t = &srv->tools[srv->tool_index[mid]];
+        int c = strcmp(name, t->name);
+
+        if (c == 0)
+            return t;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+/* Parses a JSON text argument; *out NULL when text is NULL. */
+static int parse_json_arg(const char *what, const char *text, bool want_object, cJSON **out,
+                          struct errinfo *err)
+{
+    *out = NULL;
+    if (!text)
+        return 0;
+    *out = cJSON_Parse(text);
+    if (!*out || (want_object && !cJSON_IsObject(*out))) {
+        errinfo_set(err, ERR_INVALID, "%s is not %s", what, *out ? "a JSON object" : "valid JSON");
+        cJSON_Delete(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* "sampling,roots" into MCP_NEEDS_* bits; -1 for an unknown name. */
+static int parse_requires(const char *s)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } caps[] = {{"sampling", MCP_NEEDS_SAMPLING},
+                {"elicitation", MCP_NEEDS_ELICITATION},
+                {"roots", MCP_NEEDS_ROOTS}};
+    unsigned bits = 0;
+
+    while (s && *s) {
+        size_t n = strcspn(s, ",");
+        bool known = false;
+
+        for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+            if (strlen(caps[i].name) == n && strncmp(s, caps[i].name, n) == 0) {
+                bits |= caps[i].bit;
+                known = true;
+            }
+        if (!known)
+            return -1;
+        s += n;
+        if (*s == ',')
+            s++;
+    }
+    return (int)bits;
+}
+
+int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, struct errinfo *err)
+{
+    struct srv_tool t = {0};
+    bool failed = false;
+    int req;
+
+    if (!name_ok(tool->name)) {
+        errinfo_set(err, ERR_INVALID, "tool name \"%.140s\" does not match [A-Za-z0-9_.-]{1,128}",
+                    tool->name ? tool->name : "");
+        return -1;
+    }
+    if (!tool->handler) {
+        errinfo_set(err, ERR_INVALID, "tool %s has no handler", tool->name);
+        return -1;
+    }
+    req = parse_requires(tool->requires);
+    if (req < 0) {
+        errinfo_set(err, ERR_INVALID,
+                    "tool %s: requires must name sampling, elicitation or roots, got \"%.60s\"",
+                    tool->name, tool->requires);
+        return -1;
+    }
+    if (parse_json_arg("inputSchema",
+                       tool->input_schema ? tool->input_schema
+                                          : "{\"type\":"
+                                            "\"object\"}",
+                       true, &t.input_schema, err) < 0 ||
+        parse_json_arg("outputSchema", tool->output_schema, true, &t.output_schema, err) < 0 ||
+        parse_json_arg("annotations", tool->annotations, true, &t.annotations, err) < 0) {
+        free_tool(&t);
+        return -1;
+    }
+    t.name = copy_opt(tool->name, &failed);
+    t.title = copy_opt(tool->title, &failed);
+    t.description = copy_opt(tool->description, &failed);
+    t.requires = (unsigned)req;
+    t.handler = tool->handler;
+    t.arg = tool->arg;
+    if (failed) {
+        free_tool(&t);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
+        return -1;
+    }
+    pthread_rwlock_wrlock(&srv->lock);
+    if (mcp__find_tool(srv, t.name)) {
+        pthread_rwlock_unlock(&srv->lock);
+        errinfo_set(err, ERR_EXISTS, "a tool named %s is already there", t.name);
+        free_tool(&t);
+        return -1;
+    }
+    if (grow((void **)&srv->tools, &srv->tools_cap, srv->ntools, sizeof(t)) < 0) {
+        pthread_rwlock_unlock(&srv->lock);
+        free_tool(&t);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
+        return -1;
+    }
+    srv->tools[srv->ntools++] = t;
+    if (reindex(srv) < 0) {
+        free_tool(&srv->tools[--srv->ntools]);
+        pthread_rwlock_unlock(&srv->lock);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
+        return -1;
+    }
+    srv->tools_gen++;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+int mcp_server_remove_tool(struct mcp_server *srv, const char *name, struct errinfo *err)
+{
+    size_t i;
+
+    pthread_rwlock_wrlock(&srv->lock);
+    for (i = 0; i < srv->ntools; i++)
+        if (strcmp(srv->tools[i].name, name) == 0)
+            break;
+    if (i == srv->ntools) {
+        pthread_rwlock_unlock(&srv->lock);
+        errinfo_set(err, ERR_NOT_FOUND, "no tool named %.128s", name);
+        return -1;
+    }
+    free_tool(&srv->tools[i]);
+    memmove(&srv->tools[i], &srv->tools[i + 1], (srv->ntools - i - 1) * sizeof(srv->tools[0]));
+    srv->ntools--;
+    reindex(srv); /* shrinking: realloc to a smaller size cannot fail in a way that matters */
+    srv->tools_gen++;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+size_t mcp_server_tool_count(const struct mcp_server *srv)
+{
+    size_t n;
+
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&srv->lock);
+    n = srv->ntools;
+    pthread_rwlock_unlock((pthread_rwlock_t *)&srv->lock);
+    return n;
+}
+
+/* One tool as a tools/list entry. */
+static cJSON *tool_json(const struct srv_tool *t)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || !cJSON_AddStringToObject(o, "name", t->name) ||
+        (t->title && !cJSON_AddStringToObject(o, "title", t->title)) ||
+        (t->description && !cJSON_AddStringToObject(o, "description", t->description)) ||
+        !cJSON_AddItemReferenceToObject(o, "inputSchema", t->input_schema) ||
+        (t->output_schema &&
+         !cJSON_AddItemReferenceToObject(o, "outputSchema", t->output_schema)) ||
+        (t->annotations && !cJSON_AddItemReferenceToObject(o, "annotations", t->annotations))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+int mcp__put_tools_json(struct mcp_server *srv, struct jsonbuf *b)
+{
+    int rc = -1;
+
+    pthread_rwlock_rdlock(&srv->lock);
+    pthread_mutex_lock(&srv->tools_json_mu);
+    if (srv->tools_json_gen != srv->tools_gen) {
+        cJSON *arr = cJSON_CreateArray();
+        char *text = NULL;
+        bool ok = arr != NULL;
+
+        for (size_t i = 0; ok && i < srv->ntools; i++) {
+            cJSON *o = tool_json(&srv->tools[i]);
+
+            ok = o && cJSON_AddItemToArray(arr, o);
+            if (!ok)
+                cJSON_Delete(o);
+        }
+        text = ok ? cJSON_PrintUnformatted(arr) : NULL;
+        cJSON_Delete(arr); /* references only: the tools keep their schemas */
+        if (text) {
+            free(srv->tools_json);
+            srv->tools_json = text;
+            srv->tools_json_len = strlen(text);
+            srv->tools_json_gen = srv->tools_gen;
+        }
+    }
+    if (srv->tools_json_gen == srv->tools_gen)
+        rc = jsonbuf_put(b, srv->tools_json, srv->tools_json_len, NULL);
+    pthread_mutex_unlock(&srv->tools_json_mu);
+    pthread_rwlock_unlock(&srv->lock);
+    return rc;
+}
+
+/* ---- resources and templates ---- */
+
+int mcp_server_add_resource(struct mcp_server *srv, const struct mcp_resource *r,
+                            struct errinfo *err)
+{
+    struct srv_resource x = {0};
+    bool failed = false;
+
+    if (!r->uri || !r->uri[0] || !r->name || !r->read) {
+        errinfo_set(err, ERR_INVALID, "a resource needs a uri, a name and a read handler");
+        return -1;
+    }
+    x.uri = copy_opt(r->uri, &failed);
+    x.name = copy_opt(r->name, &failed);
+    x.title = copy_opt(r->title, &failed);
+    x.description = copy_opt(r->description, &failed);
+    x.mime_type = copy_opt(r->mime_type, &failed);
+    x.size = r->size;
+    x.read = r->read;
+    x.arg = r->arg;
+    pthread_rwlock_wrlock(&srv->lock);
+    for (size_t i = 0; !failed && i < srv->nresources; i++)
+        if (strcmp(srv->resources[i].uri, r->uri) == 0) {
+            pthread_rwlock_unlock(&srv->lock);
+            errinfo_set(err, ERR_EXISTS, "a resource %.200s is already there", r->uri);
+            failed = true;
+            goto undo;
+        }
+    if (failed ||
+        grow((void **)&srv->resources, &srv->resources_cap, srv->nresources, sizeof(x)) < 0) {
+        pthread_rwlock_unlock(&srv->lock);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding a resource");
+        failed = true;
+        goto undo;
+    }
+    srv->resources[srv->nresources++] = x;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+undo:
+    free(x.uri);
+    free(x.name);
+    free(x.title);
+    free(x.description);
+    free(x.mime_type);
+    return -1;
+}
+
+int mcp_server_add_resource_template(struct mcp_server *srv, const struct mcp_resource_template *t,
+                                     struct errinfo *err)
+{
+    struct srv_template x = {0};
+    bool failed = false;
+
+    if (!t->uri_template || !strchr(t->uri_template, '{') || !t->name || !t->read) {
+        errinfo_set(err, ERR_INVALID,
+                    "a resource template needs a uri_template with a {variable}, a name and a "
+                    "read handler");
+        return -1;
+    }
+    x.uri_template = copy_opt(t->uri_template, &failed);
+    x.name = copy_opt(t->name, &failed);
+    x.title = copy_opt(t->title, &failed);
+    x.description = copy_opt(t->description, &failed);
+    x.mime_type = copy_opt(t->mime_type, &failed);
+    x.read = t->read;
+    x.arg = t->arg;
+    pthread_rwlock_wrlock(&srv->lock);
+    if (failed ||
+        grow((void **)&srv->templates, &srv->templates_cap, srv->ntemplates, sizeof(x)) < 0) {
+        pthread_rwlock_unlock(&srv->lock);
+        free(x.uri_template);
+        free(x.name);
+        free(x.title);
+        free(x.description);
+        free(x.mime_type);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding a resource template");
+        return -1;
+    }
+    srv->templates[srv->ntemplates++] = x;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+int mcp_server_set_resource_provider(struct mcp_server *srv, mcp_handler_fn list,
+                                     mcp_handler_fn read, void *arg, struct errinfo *err)
+{
+    (void)err;
+    pthread_rwlock_wrlock(&srv->lock);
+    srv->res_list = list;
+    srv->res_read = read;
+    srv->res_arg = arg;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+/* ---- prompts and completion ---- */
+
+static cJSON *prompt_arguments(const struct mcp_prompt *p)
+{
+    cJSON *arr = cJSON_CreateArray();
+
+    for (size_t i = 0; arr && i < p->narguments; i++) {
+        const struct mcp_prompt_argument *a = &p->arguments[i];
+        cJSON *o = cJSON_CreateObject();
+
+        if (!o || !cJSON_AddItemToArray(arr, o) || !a->name ||
+            !cJSON_AddStringToObject(o, "name", a->name) ||
+            (a->title && !cJSON_AddStringToObject(o, "title", a->title)) ||
+            (a->description && !cJSON_AddStringToObject(o, "description", a->description)) ||
+            !cJSON_AddBoolToObject(o, "required", a->required)) {
+            if (o && !cJSON_IsArray(arr))
+                cJSON_Delete(o);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+int mcp_server_add_prompt(struct mcp_server *srv, const struct mcp_prompt *p, struct errinfo *err)
+{
+    struct srv_prompt x = {0};
+    bool failed = false;
+
+    if (!p->name || !p->name[0] || !p->get) {
+        errinfo_set(err, ERR_INVALID, "a prompt needs a name and a get handler");
+        return -1;
+    }
+    x.name = copy_opt(p->name, &failed);
+    x.title = copy_opt(p->title, &failed);
+    x.description = copy_opt(p->description, &failed);
+    x.arguments = prompt_arguments(p);
+    x.get = p->get;
+    x.arg = p->arg;
+    pthread_rwlock_wrlock(&srv->lock);
+    for (size_t i = 0; !failed && i < srv->nprompts; i++)
+        if (strcmp(srv->prompts[i].name, p->name) == 0) {
+            pthread_rwlock_unlock(&srv->lock);
+            errinfo_set(err, ERR_EXISTS, "a prompt named %.128s is already there", p->name);
+            goto undo;
+        }
+    if (failed || !x.arguments ||
+        grow((void **)&srv->prompts, &srv->prompts_cap, srv->nprompts, sizeof(x)) < 0) {
+        pthread_rwlock_unlock(&srv->lock);
+        errinfo_set(err, ERR_NOMEM,
+                    "out of memory adding prompt %.128s (or an argument without "
+                    "a name)",
+                    p->name);
+        goto undo;
+    }
+    srv->prompts[srv->nprompts++] = x;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+undo:
+    free(x.name);
+    free(x.title);
+    free(x.description);
+    cJSON_Delete(x.arguments);
+    return -1;
+}
+
+int mcp_server_set_prompt_provider(struct mcp_server *srv, mcp_handler_fn list, mcp_handler_fn get,
+                                   void *arg, struct errinfo *err)
+{
+    (void)err;
+    pthread_rwlock_wrlock(&srv->lock);
+    srv->prompt_list = list;
+    srv->prompt_get = get;
+    srv->prompt_arg = arg;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+int mcp_server_set_completion(struct mcp_server *srv, mcp_handler_fn complete, void *arg,
+                              struct errinfo *err)
+{
+    (void)err;
+    pthread_rwlock_wrlock(&srv->lock);
+    srv->complete = complete;
+    srv->complete_arg = arg;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+/* ---- capabilities ---- */
+
+cJSON *mcp__capabilities(struct mcp_server *srv)
+{
+    cJSON *caps = cJSON_CreateObject(), *o;
+    bool ok = caps != NULL;
+
+    pthread_rwlock_rdlock(&srv->lock);
+    o = ok ? cJSON_AddObjectToObject(caps, "tools") : NULL;
+    ok = o && (!(srv->notifies & MCP_NOTIFY_TOOLS) || cJSON_AddTrueToObject(o, "listChanged"));
+    ok = ok && cJSON_AddObjectToObject(caps, "logging");
+    if (ok && (srv->nresources || srv->ntemplates || srv->res_list || srv->res_read)) {
+        o = cJSON_AddObjectToObject(caps, "resources");
+        ok = o &&
+             (!(srv->notifies & MCP_NOTIFY_UPDATES) || cJSON_AddTrueToObject(o, "subscribe")) &&
+             (!(srv->notifies & MCP_NOTIFY_RESOURCES) || cJSON_AddTrueToObject(o, "listChanged"));
+    }
+    if (ok && (srv->nprompts || srv->prompt_list || srv->prompt_get)) {
+        o = cJSON_AddObjectToObject(caps, "prompts");
+        ok =
+            o && (!(srv->notifies & MCP_NOTIFY_PROMPTS) || cJSON_AddTrueToObject(o, "listChanged"));
+    }
+    if (ok && srv->complete)
+        ok = cJSON_AddObjectToObject(caps, "completions") != NULL;
+    pthread_rwlock_unlock(&srv->lock);
+    if (!ok) {
+        cJSON_Delete(caps);
+        return NULL;
+    }
+    return caps;
+}
+
+/* ---- sessions and broadcasts ---- */
+
+void mcp__server_attach(struct mcp_server *srv, struct mcp_session *s)
+{
+    pthread_mutex_lock(&srv->sessions_mu);
+    s->next = srv->sessions;
+    srv->sessions = s;
+    pthread_mutex_unlock(&srv->sessions_mu);
+}
+
+void mcp__server_detach(struct mcp_server *srv, struct mcp_session *s)
+{
+    pthread_mutex_lock(&srv->sessions_mu);
+    for (struct mcp_session **pp = &srv->sessions; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&srv->sessions_mu);
+}
+
+/* The open sessions, each with a reference taken (give it back with mcp__session_unref).
+ * Returns an owned array (free) of *n sessions, or NULL. */
+static struct mcp_session **snapshot_sessions(struct mcp_server *srv, size_t *n)
+{
+    struct mcp_session **arr = NULL;
+    size_t count = 0, i = 0;
+
+    pthread_mutex_lock(&srv->sessions_mu);
+    for (struct mcp_session *s = srv->sessions; s; s = s->next)
+        count++;
+    if (count)
+        arr = malloc(count * sizeof(*arr));
+    for (struct mcp_session *s = srv->sessions; arr && s; s = s->next) {
+        atomic_fetch_add(&s->refs, 1);
+        arr[i++] = s;
+    }
+    pthread_mutex_unlock(&srv->sessions_mu);
+    *n = arr ? i : 0;
+    return arr;
+}
+
+/* One broadcast message: what and for whom. */
+struct note {
+    const char *method;
+    unsigned list; /* enum mcp_list for a list change, 0 otherwise */
+    const char *uri;
+    cJSON *params; /* borrowed: copied for each delivery */
+    int level;     /* for logs: the message's level; -1 otherwise */
+};
+
+/* True when a listen stream asked for n. */
+static bool listen_wants(const struct listen *l, const struct note *n)
+{
+    const cJSON *u;
+
+    if (n->list)
+        return (l->lists & n->list) != 0;
+    if (!n->uri)
+        return false;
+    cJSON_ArrayForEach(u, l->uris) if (cJSON_IsString(u) &&
+                                       strcmp(u->valuestring, n->uri) == 0) return true;
+    return false;
+}
+
+/* True when the legacy side of s wants n (s->mu held). */
+static bool legacy_wants(const struct mcp_session *s, const struct note *n)
+{
+    const cJSON *u;
+
+    if (!s->protocol)
+        return false;
+    if (n->level >= 0)
+        return s->log_level >= 0 && n->level >= s->log_level;
+    if (n->list)
+        return true;
+    cJSON_ArrayForEach(u, s->subscribed) if (cJSON_IsString(u) &&
+                                             strcmp(u->valuestring, n->uri) == 0) return true;
+    return false;
+}
+
+/* Builds "{jsonrpc, method, params}" with params copied and, when sub_id is set, tagged with the
+ * subscription id. Owned or NULL. */
+static char *note_text(const struct note *n, const char *sub_id)
+{
+    cJSON *params = n->params ? cJSON_Duplicate(n->params, true) : cJSON_CreateObject();
+    cJSON *meta;
+    char *line;
+
+    if (!params)
+        return NULL;
+    if (sub_id) {
+        meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+        if (!meta)
+            meta = cJSON_AddObjectToObject(params, "_meta");
+        if (!meta || !cJSON_AddItemToObject(meta, MCP_META_SUBSCRIPTION, cJSON_Parse(sub_id))) {
+            cJSON_Delete(params);
+            return NULL;
+        }
+    }
+    line = jsonrpc_build_notification(n->method, params); /* takes params */
+    return line;
+}
+
+/* Sends n to whoever in s wants it. */
+static void deliver_note(struct mcp_session *s, const struct note *n)
+{
+    struct mcp_call *targets[32];
+    size_t nt = 0;
+    bool legacy;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    legacy = legacy_wants(s, n);
+    for (struct listen *l = s->listens; l && nt < 32; l = l->next)
+        if (n->level < 0 && listen_wants(l, n) && !l->call->cancelled) {
+            l->call->sending++;
+            targets[nt++] = l->call;
+        }
+    pthread_mutex_unlock(&s->mu);
+    if (legacy) {
+        char *line = note_text(n, NULL);
+        struct mcp_route r = {.kind = MCP_ROUTE_SESSION};
+
+        if (line)
+            s->t->send(s->ctx, line, strlen(line), &r);
+        free(line);
+    }
+    for (size_t i = 0; i < nt; i++) {
+        struct mcp_call *c = targets[i];
+        char *line = note_text(n, c->id_text);
+        struct mcp_route r = {
+            .kind = MCP_ROUTE_LISTEN, .id = c->id_text, .id_len = c->id_len, .origin = c->origin};
+
+        if (line)
+            s->t->send(s->ctx, line, strlen(line), &r);
+        free(line);
+        pthread_mutex_lock(&s->mu);
+        c->sending--;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static void broadcast(struct mcp_server *srv, const struct note *n)
+{
+    size_t count;
+    struct mcp_session **all = snapshot_sessions(srv, &count);
+
+    for (size_t i = 0; i < count; i++) {
+        deliver_note(all[i], n);
+        mcp__session_unref(all[i]);
+    }
+    free(all);
+}
+
+void mcp_server_notify_list_changed(struct mcp_server *srv, unsigned lists)
+{
+    static const struct {
+        unsigned bit;
+        const char *method;
+    } rows[] = {{MCP_LIST_TOOLS, "notifications/tools/list_changed"},
+                {MCP_LIST_PROMPTS, "notifications/prompts/list_changed"},
+                {MCP_LIST_RESOURCES, "notifications/resources/list_changed"}};
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct note n = {.method = rows[i].method, .list = rows[i].bit, .level = -1};
+
+        if (lists & rows[i].bit)
+            broadcast(srv, &n);
+    }
+}
+
+void mcp_server_notify_resource_updated(struct mcp_server *srv, const char *uri)
+{
+    cJSON *params = cJSON_CreateObject();
+    struct note n = {.method = "notifications/resources/updated", .uri = uri, .level = -1};
+
+    if (!params || !cJSON_AddStringToObject(params, "uri", uri)) {
+        cJSON_Delete(params);
+        return;
+    }
+    n.params = params;
+    broadcast(srv, &n);
+    cJSON_Delete(params);
+}
+
+void mcp_server_log(struct mcp_server *srv, enum mcp_log_level level, const char *logger,
+                    cJSON *data)
+{
+    cJSON *params = cJSON_CreateObject();
+    struct note n = {.method = "notifications/message", .level = (int)level};
+
+    if (!params || !cJSON_AddStringToObject(params, "level", mcp__log_level_names[level]) ||
+        (logger && !cJSON_AddStringToObject(params, "logger", logger)) ||
+        !cJSON_AddItemToObject(params, "data", data ? data : cJSON_CreateNull())) {
+        if (params && !cJSON_GetObjectItemCaseSensitive(params, "data"))
+            cJSON_Delete(data);
+        cJSON_Delete(params);
+        return;
+    }
+    n.params = params;
+    broadcast(srv, &n);
+    cJSON_Delete(params);
+}
+
+const char *mcp_library_version(void)
+{
+    return "runbox-mcp " RUNBOX_VERSION;
+}

@@ -1,0 +1,451 @@
+/* daemon/api_mcp.c - runboxd's MCP endpoints (see api_mcp.h): the engine's server for the
+ * daemon's tools, resources, prompts and completions, and the HTTP transport under it.
+ *
+ * A tools/call's handler begins a call in the call service (the engine already validated the
+ * arguments), ties the two cancellations together (the MCP call's hook cancels the service's
+ * call), hands the progress of the service's call to notifications/progress, runs it, and
+ * answers: a result as the text (JSON printed) with structuredContent where the tool has an
+ * output schema, a failure as isError with {"error":...,"timeout":...}, the same shape runbox
+ * gives over stdio. */
+#include "api_mcp.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <civetweb.h>
+
+#include "call.h"
+#include "catalog.h"
+#include "connwatch.h"
+#include "jsonbuf.h"
+#include "log.h"
+#include "prompts.h"
+#include "resources.h"
+#include "runbox/mcp.h"
+#include "runbox/mcp_http.h"
+#include "tools.h"
+#include "vfs.h"
+
+#define COMPLETE_MAX 100 /* values one completion answers */
+
+struct api_mcp {
+    const struct tools_ctx *tools;
+    struct call_service *calls;
+    struct connwatch *watch;
+    const struct catalog *cat; /* the tools served */
+    struct mcp_server *srv;
+    struct mcp_http *http;
+};
+
+/* ---- tools ---- */
+
+/* One MCP tools/call on its way through the call service. */
+struct mcall {
+    struct mcp_call *mc;
+    struct call *c;
+};
+
+static void cancel_hook(struct mcp_call *mc, void *arg)
+{
+    (void)mc;
+    call_cancel(arg);
+}
+
+static void progress_sink(void *ctx, double progress, double total, const char *message)
+{
+    mcp_call_progress(ctx, progress, total, message);
+}
+
+/* isError with {"error":msg,"timeout":timeout}, as runbox answers a failed call. */
+static void tool_failed(struct mcp_call *mc, const char *msg, bool timeout)
+{
+    struct jsonbuf b = JSONBUF_INIT((size_t)64 << 20);
+    char *text;
+
+    jsonbuf_puts(&b, "{\"error\":", NULL);
+    jsonbuf_put_json_string(&b, msg, strlen(msg), NULL);
+    jsonbuf_puts(&b, timeout ? ",\"timeout\":true}" : ",\"timeout\":false}", NULL);
+    text = jsonbuf_take(&b, NULL);
+    mcp_call_tool_error(mc, text ? text : "out of memory");
+    free(text);
+}
+
+/* Answers mc with the call's outcome and ends the call. */
+static void finish(struct mcall *m)
+{
+    struct tools_result res = {0};
+    struct errinfo err = {0};
+    struct mcp_call *mc = m->mc;
+    cJSON *structured = NULL;
+
+    if (call_run(m->c, &res, &err) < 0) {
+        mcp_call_on_cancel(mc, NULL, NULL);
+        tool_failed(mc, res.data ? res.data : err.msg, err.kind == ERR_TIMEOUT);
+    } else {
+        mcp_call_on_cancel(mc, NULL, NULL);
+        if (res.structured)
+            structured = cJSON_Parse(res.structured);
+        else if (res.is_json)
+            structured = cJSON_ParseWithLength(res.data, res.len);
+        mcp_call_result_text_structured(mc, res.data ? res.data : "", res.len, structured);
+    }
+    tools_result_cleanup(&res);
+    call_end(m->c);
+    free(m);
+}
+
+static void *finish_thread(void *arg)
+{
+    finish(arg);
+    return NULL;
+}
+
+static void on_tool(void *arg, struct mcp_call *mc)
+{
+    struct api_mcp *a = arg;
+    struct errinfo err = {0};
+    struct mcall *m = calloc(1, sizeof(*m));
+    pthread_attr_t attr;
+    pthread_t t;
+    bool long_call;
+
+    if (!m) {
+        tool_failed(mc, "runboxd is out of memory", false);
+        return;
+    }
+    m->mc = mc;
+    m->c = call_begin(a->calls, mcp_call_name(mc), mcp_call_arguments(mc), CALL_PREVALIDATED, NULL,
+                      &err);
+    if (!m->c) {
+        free(m);
+        tool_failed(mc, err.msg, false);
+        return;
+    }
+    if (mcp_call_wants_progress(mc))
+        call_set_progress(m->c, progress_sink, mc);
+    mcp_call_on_cancel(mc, cancel_hook, m->c);
+    long_call = catalog_tool_budget(call_tool(m->c)) != CATALOG_BUDGET_NONE;
+    if (!long_call) {
+        finish(m);
+        return;
+    }
+    /* A long call gets a thread of its own: the session it came on goes on reading. */
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, finish_thread, m) != 0) {
+        log_warn("api-mcp: no thread for call %s; it runs on the request's thread", call_id(m->c));
+        finish(m);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+/* ---- resources ---- */
+
+static void resource_error(struct mcp_call *mc, const struct errinfo *err)
+{
+    cJSON *data = NULL;
+
+    if (err->kind == ERR_NOT_FOUND) {
+        data = cJSON_CreateObject();
+        cJSON_AddStringToObject(data, "uri", mcp_call_name(mc) ? mcp_call_name(mc) : "");
+        mcp_call_error(mc, mcp_call_is_modern(mc) ? MCP_INVALID_PARAMS : MCP_RESOURCE_NOT_FOUND,
+                       err->msg, data);
+        return;
+    }
+    mcp_call_error(mc, err->kind == ERR_INVALID ? MCP_INVALID_PARAMS : MCP_INTERNAL_ERROR, err->msg,
+                   NULL);
+}
+
+static void on_resources_list(void *arg, struct mcp_call *mc)
+{
+    struct api_mcp *a = arg;
+    const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(mcp_call_params(mc), "cursor");
+    struct errinfo err = {0};
+    cJSON *out = NULL;
+
+    if (resources_list(a->tools, cJSON_IsString(cursor) ? cursor->valuestring : NULL, &out, &err) <
+        0)
+        resource_error(mc, &err);
+    else
+        mcp_call_result(mc, out);
+}
+
+static void on_resources_read(void *arg, struct mcp_call *mc)
+{
+    struct api_mcp *a = arg;
+    struct errinfo err = {0};
+    cJSON *out = NULL;
+
+    if (resources_read(a->tools, mcp_call_name(mc), &out, &err) < 0)
+        resource_error(mc, &err);
+    else
+        mcp_call_result(mc, out);
+}
+
+/* ---- prompts ---- */
+
+static void on_prompts_list(void *arg, struct mcp_call *mc)
+{
+    cJSON *out = prompts_list();
+
+    (void)arg;
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(mcp_call_params(mc), "cursor"))) {
+        cJSON_Delete(out);
+        mcp_call_error(mc, MCP_INVALID_PARAMS,
+                       "prompts/list: invalid cursor (everything fits one page; send no cursor)",
+                       NULL);
+        return;
+    }
+    if (!out)
+        mcp_call_error(mc, MCP_INTERNAL_ERROR, "out of memory", NULL);
+    else
+        mcp_call_result(mc, out);
+}
+
+static void on_prompts_get(void *arg, struct mcp_call *mc)
+{
+    struct api_mcp *a = arg;
+    struct errinfo err = {0};
+    cJSON *out = NULL;
+
+    if (prompts_get(a->tools, mcp_call_name(mc), mcp_call_arguments(mc), &out, &err) < 0)
+        mcp_call_error(mc, err.kind == ERR_NOMEM ? MCP_INTERNAL_ERROR : MCP_INVALID_PARAMS, err.msg,
+                       NULL);
+    else
+        mcp_call_result(mc, out);
+}
+
+/* ---- completion ---- */
+
+/* Adds to values the workspace paths that begin with prefix: the entries of prefix's directory
+ * whose names begin with its last part (directories end with '/'). */
+static void complete_path(const struct tools_ctx *t, const char *prefix, cJSON *values,
+                          size_t *total)
+{
+    char dir[VFS_PATH_MAX + 1], norm[VFS_PATH_MAX + 1];
+    const char *slash, *part;
+    struct vfs_listing l = {0};
+
+    if (!prefix[0])
+        prefix = "/";
+    slash = strrchr(prefix, '/');
+    part = slash ? slash + 1 : prefix;
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - prefix) + 1 : 1, slash ? prefix : "/");
+    if (vfs_normalize(tools_workspace_alias(dir), norm, sizeof(norm), NULL) < 0 ||
+        vfs_list(t->vfs, norm, 1000, &l, NULL) < 0)
+        return;
+    for (size_t i = 0; i < l.count; i++) {
+        char full[2 * VFS_PATH_MAX + 4];
+
+        if (strncmp(l.entries[i].name, part, strlen(part)) != 0)
+            continue;
+        (*total)++;
+        if (cJSON_GetArraySize(values) >= COMPLETE_MAX)
+            continue;
+        /* A name longer than a path can be is not offered (truncated text would be wrong). */
+        if (snprintf(full, sizeof(full), "%s%s%s%s", norm, strcmp(norm, "/") ? "/" : "",
+                     l.entries[i].name, l.entries[i].type == VFS_DIR ? "/" : "") > VFS_PATH_MAX + 1)
+            continue;
+        cJSON_AddItemToArray(values, cJSON_CreateString(full));
+    }
+    vfs_listing_cleanup(&l);
+}
+
+static void on_complete(void *arg, struct mcp_call *mc)
+{
+    static const char *const scaffolds[] = {"bun-api", "python-script", "fullstack"};
+    struct api_mcp *a = arg;
+    const cJSON *params = mcp_call_params(mc);
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
+    const cJSON *argument = cJSON_GetObjectItemCaseSensitive(params, "argument");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ref, "type");
+    const cJSON *rname = cJSON_GetObjectItemCaseSensitive(ref, "name");
+    const cJSON *ruri = cJSON_GetObjectItemCaseSensitive(ref, "uri");
+    const cJSON *aname = cJSON_GetObjectItemCaseSensitive(argument, "name");
+    const cJSON *avalue = cJSON_GetObjectItemCaseSensitive(argument, "value");
+    const char *value = cJSON_IsString(avalue) ? avalue->valuestring : "";
+    cJSON *res = cJSON_CreateObject(), *comp = cJSON_AddObjectToObject(res, "completion");
+    cJSON *values = cJSON_AddArrayToObject(comp, "values");
+    size_t total = 0;
+
+    if (!values || !cJSON_IsString(type) || !cJSON_IsString(aname)) {
+        cJSON_Delete(res);
+        mcp_call_error(mc, MCP_INVALID_PARAMS,
+                       "completion/complete: params.ref.type and params.argument.name must be "
+                       "strings",
+                       NULL);
+        return;
+    }
+    if (strcmp(type->valuestring, "ref/prompt") == 0 && cJSON_IsString(rname)) {
+        if (strcmp(rname->valuestring, "scaffold") == 0 && strcmp(aname->valuestring, "type") == 0)
+            for (size_t i = 0; i < sizeof(scaffolds) / sizeof(scaffolds[0]); i++)
+                if (strncmp(scaffolds[i], value, strlen(value)) == 0) {
+                    cJSON_AddItemToArray(values, cJSON_CreateString(scaffolds[i]));
+                    total++;
+                }
+        if (strcmp(rname->valuestring, "explain_file") == 0 &&
+            strcmp(aname->valuestring, "path") == 0)
+            complete_path(a->tools, value, values, &total);
+    } else if (strcmp(type->valuestring, "ref/resource") == 0 && cJSON_IsString(ruri) &&
+               strcmp(ruri->valuestring, "file:///{path}") == 0 &&
+               strcmp(aname->valuestring, "path") == 0) {
+        char slashed[VFS_PATH_MAX + 2];
+
+        /* The template's variable is the path without its leading '/'. */
+        slashed[0] = '/';
+        snprintf(slashed + 1, sizeof(slashed) - 1, "%.*s", VFS_PATH_MAX, value);
+        complete_path(a->tools, slashed, values, &total);
+        for (cJSON *v = values->child; v; v = v->next)
+            memmove(v->valuestring, v->valuestring + 1, strlen(v->valuestring));
+    }
+    cJSON_AddNumberToObject(comp, "total", (double)total);
+    cJSON_AddBoolToObject(comp, "hasMore", total > (size_t)cJSON_GetArraySize(values));
+    mcp_call_result(mc, res);
+}
+
+/* ---- the transport's hooks ---- */
+
+static int admit_stream(void *ctx, struct errinfo *err)
+{
+    struct api_mcp *a = ctx;
+
+    return call_service_admit(a->calls, CALL_BUDGET_STREAM, err);
+}
+
+static void release_stream(void *ctx)
+{
+    struct api_mcp *a = ctx;
+
+    call_service_release(a->calls, CALL_BUDGET_STREAM);
+}
+
+static int watch_conn(void *ctx, struct mg_connection *conn, void (*fn)(void *arg), void *arg)
+{
+    struct api_mcp *a = ctx;
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    int fd = connwatch_find_socket(ri->remote_addr, ri->remote_port, ri->server_port);
+
+    return fd < 0 ? -1 : connwatch_add(a->watch, fd, fn, arg, NULL);
+}
+
+static void unwatch_conn(void *ctx, int handle)
+{
+    struct api_mcp *a = ctx;
+
+    connwatch_remove(a->watch, handle);
+}
+
+/* ---- set-up ---- */
+
+static const char instructions[] =
+    "Runbox gives you a workspace of files, a sandbox that runs node, npm, python3, git and sh "
+    "in it, a console of everything that ran, and tools for a connected Roblox Studio. Paths are "
+    "absolute inside the workspace (\"/\" is its root).";
+
+static int add_content(struct api_mcp *a, struct errinfo *err)
+{
+    const struct mcp_resource_template files = {
+        .uri_template = "file:///{path}",
+        .name = "Workspace file",
+        .description = "A file of the workspace by its path, e.g. file:///src/main.js; text, or "
+                       "base64 blob for binary files",
+        .read = on_resources_read,
+        .arg = a,
+    };
+
+    return catalog_register_tools(a->cat, a->srv, on_tool, a, err) < 0 ||
+                   mcp_server_add_resource_template(a->srv, &files, err) < 0 ||
+                   mcp_server_set_resource_provider(a->srv, on_resources_list, on_resources_read, a,
+                                                    err) < 0 ||
+                   mcp_server_set_prompt_provider(a->srv, on_prompts_list, on_prompts_get, a, err) <
+                       0 ||
+                   mcp_server_set_completion(a->srv, on_complete, a, err) < 0
+               ? -1
+               : 0;
+}
+
+struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *err)
+{
+    const struct mcp_server_info info = {
+        .name = "runboxd", .version = RUNBOX_VERSION, .instructions = instructions};
+    struct api_mcp *a = calloc(1, sizeof(*a));
+    struct mcp_http_options hopt = {
+        .mcp_path = "/mcp",
+        .sse_path = "/sse",
+        .message_path = "/message",
+        .ws_path = "/ws",
+        .session_max = opt->sessions_max,
+        .session_idle_ms = opt->session_idle_s * 1000,
+        .session_max_name = "--mcp-sessions",
+        .admit = admit_stream,
+        .release = release_stream,
+        .watch = watch_conn,
+        .unwatch = unwatch_conn,
+    };
+
+    if (!a) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for the MCP endpoints");
+        return NULL;
+    }
+    a->tools = opt->tools;
+    a->calls = opt->calls;
+    a->cat = opt->catalog ? opt->catalog : catalog_builtin();
+    a->watch = opt->watch;
+    a->srv = mcp_server_new(&info, err);
+    if (!a->srv || add_content(a, err) < 0)
+        goto fail;
+    hopt.server = a->srv;
+    hopt.ctx = a;
+    a->http = mcp_http_new(&hopt, err);
+    if (!a->http)
+        goto fail;
+    return a;
+fail:
+    api_mcp_free(a);
+    return NULL;
+}
+
+int api_mcp_attach_ws(struct api_mcp *m, struct mg_context *ctx,
+                      bool (*origin_ok)(void *ctx, const char *origin), void *origin_ctx,
+                      struct errinfo *err)
+{
+    return mcp_http_attach_ws(m->http, ctx, origin_ok, origin_ctx, err);
+}
+
+bool api_mcp_is_path(const struct api_mcp *m, const char *path)
+{
+    return mcp_http_is_path(m->http, path);
+}
+
+bool api_mcp_is_ws_path(const struct api_mcp *m, const char *path)
+{
+    (void)m;
+    return strcmp(path, "/ws") == 0;
+}
+
+int api_mcp_handle(struct api_mcp *m, struct mg_connection *conn)
+{
+    return mcp_http_handle(m->http, conn);
+}
+
+void api_mcp_shutdown(struct api_mcp *m)
+{
+    if (m && m->http)
+        mcp_http_shutdown(m->http);
+}
+
+void api_mcp_free(struct api_mcp *m)
+{
+    if (!m)
+        return;
+    mcp_http_free(m->http);
+    mcp_server_free(m->srv);
+    free(m);
+}
+
+cJSON *api_mcp_status_json(struct api_mcp *m)
+{
+    return mcp_http_status_json(m->http);
+}

@@ -1,0 +1,207 @@
+/* daemon/bridge_ops.c - retry safety for Studio calls (see bridge_int.h): an optional
+ * operation_id on a write tool makes a repeated call within BRIDGE_OP_WINDOW_MS return the
+ * first call's answer instead of applying the change twice (a client that lost an answer, or
+ * retried after a timeout of its own, can repeat safely).
+ *
+ * DESIGN: a small ring of BRIDGE_OPS_MAX entries under one mutex; an entry is RUNNING from the
+ * claim until finish, then DONE with a copy of the answer until the window passes or the ring
+ * needs the slot (the oldest DONE entry goes first; a RUNNING one is never reused). A second
+ * call while the first runs waits on the ring's condition variable (CLOCK_MONOTONIC). */
+#include "bridge_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEY_MAX (BRIDGE_ID_MAX + 130) /* tool + '\n' + operation id */
+
+enum op_state { OP_FREE, OP_RUNNING, OP_DONE };
+
+struct op {
+    enum op_state state;
+    char key[KEY_MAX];
+    int64_t done_ms; /* monotonic, when it became DONE */
+    struct bridge_reply reply;
+};
+
+struct bridge_ops {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct op ops[BRIDGE_OPS_MAX];
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct bridge_ops *bridge_ops__new(void)
+{
+    struct bridge_ops *o = calloc(1, sizeof(*o));
+    pthread_condattr_t attr;
+    int rc;
+
+    if (!o)
+        return NULL;
+    if (pthread_condattr_init(&attr) != 0) {
+        free(o);
+        return NULL;
+    }
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(&o->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc != 0 || pthread_mutex_init(&o->mu, NULL) != 0) {
+        if (rc == 0)
+            pthread_cond_destroy(&o->cond);
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+void bridge_ops__free(struct bridge_ops *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < BRIDGE_OPS_MAX; i++)
+        bridge_reply_cleanup(&o->ops[i].reply);
+    pthread_cond_destroy(&o->cond);
+    pthread_mutex_destroy(&o->mu);
+    free(o);
+}
+
+static void make_key(char *key, const char *tool, const char *op)
+{
+    snprintf(key, KEY_MAX, "%s\n%s", tool, op);
+}
+
+/* The entry for key (mu held), forgetting DONE entries past the window on the way. */
+static struct op *find(struct bridge_ops *o, const char *key, int64_t now)
+{
+    struct op *hit = NULL;
+
+    for (size_t i = 0; i < BRIDGE_OPS_MAX; i++) {
+        struct op *e = &o->ops[i];
+
+        if (e->state == OP_DONE && now - e->done_ms >= BRIDGE_OP_WINDOW_MS) {
+            bridge_reply_cleanup(&e->reply);
+            e->state = OP_FREE;
+        }
+        if (e->state != OP_FREE && strcmp(e->key, key) == 0)
+            hit = e;
+    }
+    return hit;
+}
+
+/* A slot for a new entry (mu held): a free one, else the oldest DONE one; NULL when every
+ * slot runs. */
+static struct op *slot(struct bridge_ops *o)
+{
+    struct op *best = NULL;
+
+    for (size_t i = 0; i < BRIDGE_OPS_MAX; i++) {
+        struct op *e = &o->ops[i];
+
+        if (e->state == OP_FREE)
+            return e;
+        if (e->state == OP_DONE && (!best || e->done_ms < best->done_ms))
+            best = e;
+    }
+    if (best)
+        bridge_reply_cleanup(&best->reply);
+    return best;
+}
+
+static int copy_reply(struct bridge_reply *dst, const struct bridge_reply *src)
+{
+    *dst = *src;
+    dst->data = malloc(src->len + 1);
+    if (!dst->data)
+        return -1;
+    memcpy(dst->data, src->data, src->len);
+    dst->data[src->len] = '\0';
+    return 0;
+}
+
+static void busy_reply(struct bridge_reply *out, const char *op)
+{
+    char msg[300];
+
+    snprintf(msg, sizeof(msg),
+             "operation_id %.64s is still running in Studio (its first call has not been "
+             "answered); wait for that answer or read back before repeating",
+             op);
+    memset(out, 0, sizeof(*out));
+    out->kind = ERR_UNAVAILABLE;
+    out->data = strdup(msg);
+    out->len = out->data ? strlen(out->data) : 0;
+}
+
+enum bridge_op_claim bridge_ops__claim(struct bridge_ops *o, const char *tool, const char *op,
+                                       int64_t wait_ms, struct bridge_reply *out)
+{
+    char key[KEY_MAX];
+    int64_t until = mono_ms() + wait_ms;
+    enum bridge_op_claim res = BRIDGE_OP_RUN;
+
+    make_key(key, tool, op);
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&o->mu);
+    for (;;) {
+        int64_t now = mono_ms();
+        struct op *e = find(o, key, now);
+        struct timespec ts;
+
+        if (!e) {
+            e = slot(o);
+            if (e) { /* with every slot running, the call runs unprotected */
+                e->state = OP_RUNNING;
+                memcpy(e->key, key, sizeof(e->key));
+            }
+            break;
+        }
+        if (e->state == OP_DONE) {
+            res = copy_reply(out, &e->reply) == 0 ? BRIDGE_OP_REPLAY : BRIDGE_OP_BUSY;
+            break;
+        }
+        if (now >= until) {
+            res = BRIDGE_OP_BUSY;
+            break;
+        }
+        ts.tv_sec = (time_t)(until / 1000);
+        ts.tv_nsec = (long)(until % 1000) * 1000000L;
+        (void)pthread_cond_timedwait(&o->cond, &o->mu, &ts);
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (res == BRIDGE_OP_BUSY)
+        busy_reply(out, op);
+    return res;
+}
+
+void bridge_ops__finish(struct bridge_ops *o, const char *tool, const char *op,
+                        const struct bridge_reply *rep, bool keep)
+{
+    char key[KEY_MAX];
+    struct op *e;
+
+    make_key(key, tool, op);
+    pthread_mutex_lock(&o->mu);
+    e = find(o, key, mono_ms());
+    if (e && e->state == OP_RUNNING) {
+        if (keep && rep->data && copy_reply(&e->reply, rep) == 0) {
+            e->state = OP_DONE;
+            e->done_ms = mono_ms();
+        } else {
+            e->state = OP_FREE;
+        }
+    }
+    pthread_cond_broadcast(&o->cond);
+    pthread_mutex_unlock(&o->mu);
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Runs libFuzzer targets of a fuzz build, one after the other, and prints one line per target.
+#
+#   tests/fuzz/run.sh --seconds N BUILD_DIR [TARGET...]   each target for N seconds (test.sh: 15)
+#   tests/fuzz/run.sh --runs N BUILD_DIR [TARGET...]      each target for N executions
+#   tests/fuzz/run.sh --long                              the long run: every target of
+#                                                         build-fuzz/ for 10 000 000 executions,
+#                                                         at nice 19, and the table of
+#                                                         docs/fuzzing.md rewritten
+#
+# With no TARGET, every fuzz_* libFuzzer binary under BUILD_DIR/tests/fuzz. Each target starts
+# from its seed corpus (tests/fuzz/corpus/<target>/, never written) and a scratch corpus of its
+# own (BUILD_DIR/corpus/<target>/, kept between runs). Logs: BUILD_DIR/logs/<target>.log; crash
+# inputs: BUILD_DIR/artifacts/<target>-crash-*. Exit status 1 when a target crashed, leaked,
+# timed out (10 s per input) or went past 2 GiB of RSS.
+#
+# A fuzz build (test.sh's fuzz stage makes it):
+#   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DRUNBOX_FUZZ=ON -DSANITIZE=address,undefined
+#   cmake --build build-fuzz -j2
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+limit=()
+long=0
+case ${1:-} in
+--seconds) limit=(-max_total_time="$2") ;;
+--runs) limit=(-runs="$2") ;;
+--long)
+    long=1
+    limit=(-runs=10000000)
+    ;;
+*)
+    sed -n '2,20p' "$0" >&2
+    exit 2
+    ;;
+esac
+if [ "$long" = 1 ]; then
+    shift
+    build=$root/build-fuzz
+else
+    shift 2
+    build=${1:?BUILD_DIR}
+    shift
+fi
+case ${limit[0]} in
+*=[0-9]*) ;;
+*)
+    echo "fuzz/run.sh: ${limit[0]%%=*} needs a number" >&2
+    exit 2
+    ;;
+esac
+
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(find "$build/tests/fuzz" -maxdepth 1 -type f -perm -u+x -name 'fuzz_*' \
+        ! -name 'fuzz_replay_*' -printf '%f\n' 2>/dev/null | sort)
+fi
+if [ ${#targets[@]} -eq 0 ]; then
+    echo "fuzz/run.sh: no fuzz_* binaries in $build/tests/fuzz (see the fuzz build above)" >&2
+    exit 2
+fi
+
+nice_cmd=()
+[ "$long" = 1 ] && nice_cmd=(nice -n 19)
+mkdir -p "$build/artifacts" "$build/logs"
+bad=0
+rows=()
+t_all=$SECONDS
+for t in "${targets[@]}"; do
+    bin=$build/tests/fuzz/$t
+    if [ ! -x "$bin" ]; then
+        echo "FAIL $t: no executable $bin"
+        bad=1
+        continue
+    fi
+    work=$build/corpus/$t
+    mkdir -p "$work"
+    seeds=$root/tests/fuzz/corpus/$t
+    [ -d "$seeds" ] || seeds=
+    log=$build/logs/$t.log
+    t0=$SECONDS
+    if "${nice_cmd[@]}" "$bin" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$build/artifacts/$t-" "$work" ${seeds:+"$seeds"} >"$log" 2>&1; then
+        verdict=ok
+    else
+        verdict=FAIL
+        bad=1
+    fi
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+    secs=$((SECONDS - t0))
+    printf '%-4s %-22s %10s runs in %5ss, coverage %5s edges, peak RSS %4s MB\n' "$verdict" "$t" \
+        "${runs:-?}" "$secs" "${cov:-?}" "${rss:-?}"
+    rows+=("| \`$t\` | ${runs:-?} | $secs s | ${cov:-?} | $([ "$verdict" = ok ] && echo 0 || echo "**1**") |")
+    if [ "$verdict" != ok ]; then
+        echo "     crash inputs: $(ls "$build/artifacts/$t-"* 2>/dev/null | tr '\n' ' ')"
+        echo "     end of $log:"
+        grep -v '^#[0-9]' "$log" | tail -n 40 | sed 's/^/     | /'
+    fi
+done
+
+if [ "$long" = 1 ]; then
+    doc=$root/docs/fuzzing.md
+    {
+        sed '/^<!-- long-run -->$/q' "$doc"
+        echo
+        echo "Last long run: $(date -u +%Y-%m-%d), commit $(git -C "$root" rev-parse --short HEAD)," \
+            "\`tests/fuzz/run.sh --long\` at nice 19 on $(nproc) cores shared with other work," \
+            "$(((SECONDS - t_all) / 60)) minutes in all."
+        echo
+        echo "| target | executions | time | coverage (edges) | crashes |"
+        echo "|---|---|---|---|---|"
+        printf '%s\n' "${rows[@]}"
+    } >"$doc.new"
+    mv "$doc.new" "$doc"
+    echo "fuzz/run.sh: wrote the table of $doc"
+fi
+exit "$bad"
