@@ -247,8 +247,8 @@ static void deny(struct conn *c, int status, const char *what, const char *why, 
              fix[0] ? "; " : "", fix);
     snprintf(note, sizeof(note), "[network: %s denied: %s%s%s]", what, why, fix[0] ? "; " : "",
              fix);
-    answer(c->fd, status, status == 403 ? "Forbidden by runbox network policy" : "Bad Gateway",
-           msg);
+    /* Noted before the answer goes out: the command may end the moment it reads it, and its
+     * result takes the notes then. */
     pthread_mutex_lock(&e->lock);
     e->denied++;
     add_note(e, c->run, note);
@@ -256,6 +256,8 @@ static void deny(struct conn *c, int status, const char *what, const char *why, 
     if (e->console)
         console_appendf(e->console, CONSOLE_WARN, CONSOLE_SRC_EXEC, c->run, "process %llu: %s",
                         (unsigned long long)c->run, msg);
+    answer(c->fd, status, status == 403 ? "Forbidden by runbox network policy" : "Bad Gateway",
+           msg);
     log_info("egress: run %llu: %s", (unsigned long long)c->run, msg);
 }
 
