@@ -130,7 +130,8 @@ static long edit_script(const struct lines *a, const struct lines *b, char **ops
                 break;
             }
         }
-        memcpy(trace + d * w, v, (size_t)w * sizeof(long));
+        /* Only diagonals -d..d were written at this step, so only they are kept. */
+        memcpy(trace + d * w + off - d, v + off - d, (size_t)(2 * d + 1) * sizeof(long));
     }
     if (found < 0)
         goto fail;
