@@ -276,6 +276,44 @@ static char *manifest_text(const cJSON *header, const struct cp_tree *t, size_t 
     return out;
 }
 
+/* One record, "t mode size mtime ctime ino blob path": the path is everything after the one
+ * space that follows the blob (it may itself start with a space). */
+static int parse_record(const char *p, struct cp_ent *e, char *blob, size_t blobsz,
+                        const char **path)
+{
+    unsigned long long u[3]; /* mode, size, inode */
+    long long sgn[2];        /* mtime, ctime */
+    char *endp;
+    size_t bl;
+
+    if (!p[0] || p[1] != ' ')
+        return -1;
+    e->type = p[0];
+    p += 2;
+    for (int i = 0; i < 5; i++) {
+        errno = 0;
+        if (i == 2 || i == 3)
+            sgn[i - 2] = strtoll(p, &endp, 10);
+        else
+            u[i < 2 ? i : i - 2] = strtoull(p, &endp, i == 0 ? 8 : 10);
+        if (errno || endp == p || *endp != ' ')
+            return -1;
+        p = endp + 1;
+    }
+    e->mode = (unsigned)(u[0] & 07777);
+    e->size = u[1];
+    e->mtime_ns = sgn[0];
+    e->ctime_ns = sgn[1];
+    e->ino = u[2];
+    bl = strcspn(p, " ");
+    if (bl == 0 || bl >= blobsz || p[bl] != ' ')
+        return -1;
+    memcpy(blob, p, bl);
+    blob[bl] = '\0';
+    *path = p + bl + 1;
+    return 0;
+}
+
 static int parse_manifest(char *text, size_t len, struct cp_tree *t, cJSON **header,
                           struct errinfo *err)
 {
@@ -291,25 +329,20 @@ static int parse_manifest(char *text, size_t len, struct cp_tree *t, cJSON **hea
         return -1;
     }
     for (p = nl + 1; p < end;) {
-        char *rec_end = memchr(p, '\0', (size_t)(end - p)), blob[64], *path;
+        char *rec_end = memchr(p, '\0', (size_t)(end - p)), blob[64];
+        const char *path;
         struct cp_ent *e;
-        int used = 0;
 
         if (!rec_end)
             break;
         e = tree_add(t, err);
         if (!e)
             return -1;
-        /* The path is everything after the one space that follows the blob (it may itself
-         * start with a space). */
-        if (sscanf(p, "%c %o %" SCNu64 " %" SCNd64 " %" SCNd64 " %" SCNu64 " %63s%n", &e->type,
-                   &e->mode, &e->size, &e->mtime_ns, &e->ctime_ns, &e->ino, blob, &used) < 7 ||
-            !used || p[used] != ' ') {
+        if (parse_record(p, e, blob, sizeof(blob), &path) < 0) {
             t->n--;
             errinfo_set(err, ERR_IO, "checkpoint: a manifest record is damaged");
             return -1;
         }
-        path = p + used + 1;
         e->path = strdup(path);
         e->blob = strcmp(blob, "-") ? strdup(blob) : NULL;
         p = rec_end + 1;

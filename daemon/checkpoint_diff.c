@@ -259,7 +259,7 @@ long checkpoint_unified_diff(const char *a, size_t alen, const char *b, size_t b
             long run = 0;
             while (end + run < nops && ops[end + run] == '=')
                 run++;
-            if (end + run >= nops || run > 2 * DIFF_CONTEXT) {
+            if (end + run >= nops || run > 2L * DIFF_CONTEXT) {
                 end += run < DIFF_CONTEXT ? run : DIFF_CONTEXT;
                 break;
             }
@@ -421,7 +421,6 @@ int checkpoint_diff(struct checkpoint *c, const char *from, const char *to, char
         size_t la = 0, lb = 0;
         bool big_a = false, big_b = false, cut = false;
         char *a, *b, *d = NULL, na[4200], nb[4200];
-        long n;
 
         if (!t || f->type != 'f' || t->type != 'f' || !(now ? true : strcmp(f->blob, t->blob)))
             continue;
@@ -436,7 +435,7 @@ int checkpoint_diff(struct checkpoint *c, const char *from, const char *to, char
         snprintf(nb, sizeof(nb), "b/%s (%s)", t->path, label_t);
         if (!a || !b || !is_text(a, la) || !is_text(b, lb))
             putf(&o, "Binary or large files %s and %s differ\n", na, nb);
-        else if ((n = checkpoint_unified_diff(a, la, b, lb, na, nb, &d, o.max - o.len, &cut)) < 0)
+        else if (checkpoint_unified_diff(a, la, b, lb, na, nb, &d, o.max - o.len, &cut) < 0)
             putf(&o, "[/%s: too many differences to show]\n", f->path);
         else
             put(&o, d, strlen(d));

@@ -70,8 +70,9 @@ static int64_t mono_ms(void)
 static void run_version(const char *prog, char *buf, size_t bufsz)
 {
     char *const argv[] = {(char *)prog, "--version", NULL};
-    char *const envp[] = {"PATH=" HOSTTOOLS_PATH, "LANG=C.UTF-8", "HOME=/tmp",
-                          "npm_config_update_notifier=false", NULL};
+    static char path_env[] = "PATH=" HOSTTOOLS_PATH;
+    char *const envp[] = {path_env, "LANG=C.UTF-8", "HOME=/tmp", "npm_config_update_notifier=false",
+                          NULL};
     posix_spawn_file_actions_t fa;
     size_t len = 0;
     int fds[2];

@@ -83,7 +83,8 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     (void)st;
     (void)flag;
     (void)ftw;
-    return remove(path) < 0 ? 0 : 0;
+    (void)remove(path); /* what cannot be removed stays; the walk goes on */
+    return 0;
 }
 
 /* Makes dir and its parents (0700); the last one handed to uid/gid when root. */

@@ -741,8 +741,8 @@ cJSON *proc_sandbox_json(struct proc *p)
  * strings; *n = 0 and NULL when the workspace is empty or cannot be read. */
 static char **root_entries(int ws_fd, size_t *n)
 {
-    size_t cap = 0, used = 0, bytes = 0;
-    char **names = NULL, *text = NULL, **out = NULL;
+    size_t cap = 0, used = 0, bytes = 0, *offs = NULL;
+    char *text = NULL, **out = NULL;
     struct dirent *e;
     int fd = openat(ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -760,17 +760,17 @@ static char **root_entries(int ws_fd, size_t *n)
         if (!exec_root_name_ok(e->d_name))
             continue;
         if (used == cap) {
-            char **nn = realloc(names, (cap = cap ? cap * 2 : 32) * sizeof(*names));
-            if (!nn)
+            size_t *no = realloc(offs, (cap = cap ? cap * 2 : 32) * sizeof(*offs));
+            if (!no)
                 break;
-            names = nn;
+            offs = no;
         }
         nt = realloc(text, bytes + len);
         if (!nt)
             break;
         text = nt;
         memcpy(text + bytes, e->d_name, len);
-        names[used++] = (char *)(uintptr_t)bytes; /* an offset until text stops moving */
+        offs[used++] = bytes; /* an offset: text may still move */
         bytes += len;
     }
     closedir(d);
@@ -779,10 +779,10 @@ static char **root_entries(int ws_fd, size_t *n)
 
         memcpy(base, text, bytes);
         for (size_t i = 0; i < used; i++)
-            out[i] = base + (uintptr_t)names[i];
+            out[i] = base + offs[i];
         *n = used;
     }
-    free(names);
+    free(offs);
     free(text);
     return out;
 }
