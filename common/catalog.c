@@ -20,6 +20,7 @@
 #include "catalog_int.h"
 #include "jsonrpc.h"
 #include "schema.h"
+#include "strfmt.h"
 
 static const char *const annotation_names[] = {"readOnlyHint", "destructiveHint", "idempotentHint",
                                                "openWorldHint"};
@@ -177,12 +178,30 @@ static int parse_budget(const cJSON *budget, enum catalog_route route, enum cata
     return 0;
 }
 
+/* "hostTools": the programs whose presence and version the daemon adds to the description. */
+static bool host_tools_ok(const cJSON *arr)
+{
+    const cJSON *it;
+
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 || cJSON_GetArraySize(arr) > 16)
+        return false;
+    cJSON_ArrayForEach(it, arr)
+    {
+        size_t n = cJSON_IsString(it) ? strlen(it->valuestring) : 0;
+
+        if (n < 1 || n > 32 ||
+            strspn(it->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789._+-") != n)
+            return false;
+    }
+    return true;
+}
+
 /* Checks one tool object and fills *t (borrowing from the document). */
 static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, struct errinfo *err)
 {
-    static const char *const known[] = {"name",        "title",       "description",
-                                        "inputSchema", "annotations", "outputSchema",
-                                        "route",       "budget",      NULL};
+    static const char *const known[] = {
+        "name",         "title", "description", "inputSchema", "annotations",
+        "outputSchema", "route", "budget",      "hostTools",   NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *ann, *ro;
     const char *extra;
@@ -225,6 +244,11 @@ static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, 
     }
     if (parse_budget(cJSON_GetObjectItemCaseSensitive(obj, "budget"), t->route, &t->budget) != 0) {
         fail(err, w, "budget must be \"long\" or \"search\"");
+        return -1;
+    }
+    t->host_tools = cJSON_GetObjectItemCaseSensitive(obj, "hostTools");
+    if (t->host_tools && !host_tools_ok(t->host_tools)) {
+        fail(err, w, "hostTools must be an array of program names ([a-z0-9._+-]{1,32})");
         return -1;
     }
     return 0;
@@ -494,4 +518,52 @@ bool catalog_tool_is_read_only(const struct catalog_tool *tool)
 const char *catalog_tools_json(const struct catalog *cat)
 {
     return cat->tools_json;
+}
+
+const cJSON *catalog_tool_host_tools(const struct catalog_tool *tool)
+{
+    return tool->host_tools;
+}
+
+struct catalog *catalog_builtin_amended(const char *note, struct errinfo *err)
+{
+    char **docs = calloc(catalog_builtin_ndocs ? catalog_builtin_ndocs : 1, sizeof(*docs));
+    struct catalog *cat = NULL;
+    size_t i;
+
+    if (!docs) {
+        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+        return NULL;
+    }
+    for (i = 0; i < catalog_builtin_ndocs; i++) {
+        cJSON *doc = cJSON_Parse(catalog_builtin_docs[i]);
+        const cJSON *tools = doc ? cJSON_GetObjectItemCaseSensitive(doc, "tools") : NULL;
+        cJSON *t;
+        bool ok = doc != NULL;
+
+        cJSON_ArrayForEach(t, tools)
+        {
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "description");
+            char *text;
+
+            if (!cJSON_GetObjectItemCaseSensitive(t, "hostTools") || !cJSON_IsString(d))
+                continue;
+            text = strfmt_alloc("%s %s", d->valuestring, note);
+            ok = ok && text &&
+                 cJSON_ReplaceItemInObjectCaseSensitive(t, "description", cJSON_CreateString(text));
+            free(text);
+        }
+        docs[i] = ok ? cJSON_PrintUnformatted(doc) : NULL;
+        cJSON_Delete(doc);
+        if (!docs[i]) {
+            errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+            goto out;
+        }
+    }
+    cat = catalog_new((const char *const *)docs, catalog_builtin_ndocs, err);
+out:
+    for (i = 0; i < catalog_builtin_ndocs; i++)
+        cJSON_free(docs[i]);
+    free(docs);
+    return cat;
 }

@@ -58,6 +58,14 @@ const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool);  /* bor
 const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool); /* borrowed or NULL */
 bool catalog_tool_is_read_only(const struct catalog_tool *tool);   /* annotations.readOnlyHint */
 const cJSON *catalog_tool_object(const struct catalog_tool *tool); /* the whole entry; borrowed */
+/* "hostTools": the programs the daemon probes for and names in the tool's description (an
+ * array of strings), or NULL. Borrowed. */
+const cJSON *catalog_tool_host_tools(const struct catalog_tool *tool);
+
+/* An owned copy of the compiled-in catalog (catalog_free) in which the description of every
+ * tool with "hostTools" ends with " <note>" (copied): the daemon's catalog, which names the
+ * programs actually installed. NULL with err set (ERR_NOMEM). */
+struct catalog *catalog_builtin_amended(const char *note, struct errinfo *err);
 
 /* The MCP tools/list "tools" array as compact JSON text: each tool with name, title,
  * description, inputSchema, annotations and outputSchema (when present); route and group are

@@ -15,6 +15,7 @@ struct catalog_tool {
     const cJSON *tool; /* the tool's object in its document */
     const cJSON *input_schema;
     const cJSON *output_schema; /* or NULL */
+    const cJSON *host_tools;    /* "hostTools", or NULL */
     bool read_only;
 };
 

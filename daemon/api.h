@@ -45,6 +45,7 @@ struct api_options {
 };
 
 struct api; /* opaque */
+struct catalog;
 
 /* Starts listening and serving. The port being taken is ERR_EXISTS with a message saying what
  * to do. Returns an owned api (stop and free with api_stop) or NULL with err set. */

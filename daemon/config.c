@@ -8,10 +8,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -21,7 +23,8 @@
 
 static const char *const file_keys =
     "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
-    "tools, http_threads, mcp_sessions, mcp_session_idle_s, exec_<limit>";
+    "tools, http_threads, mcp_sessions, mcp_session_idle_s, network, cache_dir, "
+    "checkpoint_dir, checkpoint_keep, exec_<limit>";
 
 /* The numeric server settings: a flag and a file key each, with their range. */
 static const struct num_setting {
@@ -87,6 +90,8 @@ void config_env_from_process(struct config_env *env)
     env->runbox_token = getenv("RUNBOX_TOKEN");
     env->xdg_data_home = getenv("XDG_DATA_HOME");
     env->xdg_config_home = getenv("XDG_CONFIG_HOME");
+    env->xdg_cache_home = getenv("XDG_CACHE_HOME");
+    env->root = geteuid() == 0;
     env->home = getenv("HOME");
 }
 
@@ -125,6 +130,12 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
      * unless a flag or the file names one. */
     cfg->workspace = xdg_path(env->xdg_data_home, env->home, ".local/share", "workspace");
     cfg->config_file = xdg_path(env->xdg_config_home, env->home, ".config", "config.json");
+    /* As root the daemon serves as another account, which must reach the caches: a system
+     * directory, not root's home. */
+    cfg->cache_dir = env->root ? strdup("/var/cache/runbox")
+                               : xdg_path(env->xdg_cache_home, env->home, ".cache", "cache");
+    cfg->net.mode = NETPOLICY_PROXY;
+    cfg->checkpoint_keep = 50;
     (void)err;
     return 0;
 }
@@ -136,6 +147,10 @@ void config_cleanup(struct config *cfg)
     free(cfg->user);
     free(cfg->tools);
     free(cfg->token_file);
+    free(cfg->cache_dir);
+    cfg->cache_dir = NULL;
+    free(cfg->checkpoint_dir);
+    cfg->checkpoint_dir = NULL;
     if (cfg->token)
         memset(cfg->token, 0, strlen(cfg->token)); /* do not leave the secret in freed memory */
     free(cfg->token);
@@ -280,6 +295,77 @@ static int file_string(struct config *cfg, const char *path, const cJSON *item, 
     return set_nonempty(&cfg->user, src, "a user name", item->valuestring, err); /* "user" */
 }
 
+static int set_mode(struct config *cfg, const char *src, const char *v, struct errinfo *err)
+{
+    int m = netpolicy_parse_mode(v);
+
+    if (m < 0) {
+        errinfo_set(err, ERR_INVALID,
+                    "%s: expected proxy (the default: out through the egress proxy, by the allow "
+                    "list), none or full (the host's network); got \"%.40s\"",
+                    src, v);
+        return -1;
+    }
+    cfg->net.mode = (enum netpolicy_mode)m;
+    cfg->allow_network = m == NETPOLICY_FULL;
+    return 0;
+}
+
+static int add_rule(struct config *cfg, const char *src, enum netpolicy_origin origin,
+                    const char *v, struct errinfo *err)
+{
+    struct netpolicy_rule r;
+
+    if (netpolicy_parse_rule(v, src, origin, &r, err) < 0)
+        return -1;
+    return netpolicy_add(&cfg->net, &r, err);
+}
+
+/* "network": {"mode": "proxy"|"none"|"full", "allow": ["host", ...]} */
+static int file_network(struct config *cfg, const char *path, const cJSON *item,
+                        struct errinfo *err)
+{
+    const cJSON *m, *allow, *it;
+    char src[300];
+    int i = 0;
+
+    if (!cJSON_IsObject(item))
+        return file_type_error(path, "network", "an object {\"mode\", \"allow\"}", item, err);
+    cJSON_ArrayForEach(it, item)
+    {
+        if (strcmp(it->string, "mode") != 0 && strcmp(it->string, "allow") != 0) {
+            errinfo_set(err, ERR_INVALID,
+                        "%s: unknown key \"network.%.40s\" (accepted: network.mode, "
+                        "network.allow)",
+                        path, it->string);
+            return -1;
+        }
+    }
+    m = cJSON_GetObjectItemCaseSensitive(item, "mode");
+    if (m) {
+        snprintf(src, sizeof(src), "%s: key \"network.mode\"", path);
+        if (!cJSON_IsString(m))
+            return file_type_error(path, "network.mode", "\"proxy\", \"none\" or \"full\"", m, err);
+        if (set_mode(cfg, src, m->valuestring, err) < 0)
+            return -1;
+    }
+    allow = cJSON_GetObjectItemCaseSensitive(item, "allow");
+    if (allow && !cJSON_IsArray(allow))
+        return file_type_error(path, "network.allow", "an array of host names", allow, err);
+    cJSON_ArrayForEach(it, allow)
+    {
+        snprintf(src, sizeof(src), "%s: network.allow[%d]", path, i++);
+        if (!cJSON_IsString(it)) {
+            errinfo_set(err, ERR_INVALID, "%s: expected a string (a host name); got %s", src,
+                        json_type_name(it));
+            return -1;
+        }
+        if (add_rule(cfg, src, NETPOLICY_FROM_CONFIG, it->valuestring, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
 {
     const char *key = item->string;
@@ -306,7 +392,32 @@ static int file_item(struct config *cfg, const char *path, const cJSON *item, st
         *(key[0] == 'a'   ? &cfg->allow_network
           : key[0] == 'f' ? &cfg->fsync
                           : &cfg->cgroup) = cJSON_IsTrue(item);
+        if (key[0] == 'a')
+            cfg->net.mode = cfg->allow_network ? NETPOLICY_FULL : NETPOLICY_PROXY;
         return 0;
+    }
+    if (strcmp(key, "network") == 0)
+        return file_network(cfg, path, item, err);
+    if (strcmp(key, "checkpoint_dir") == 0) {
+        if (!cJSON_IsString(item) || !item->valuestring[0])
+            return file_type_error(path, key, "a directory", item, err);
+        return set_file_path(cfg, &cfg->checkpoint_dir, path, item->valuestring, err);
+    }
+    if (strcmp(key, "checkpoint_keep") == 0) {
+        double d = item->valuedouble;
+
+        if (!cJSON_IsNumber(item) || !(d >= 1 && d <= 100000) || d != (double)(int)d) {
+            errinfo_set(err, ERR_INVALID,
+                        "%s: key \"checkpoint_keep\": expected a whole number 1-100000", path);
+            return -1;
+        }
+        cfg->checkpoint_keep = (unsigned)d;
+        return 0;
+    }
+    if (strcmp(key, "cache_dir") == 0) {
+        if (!cJSON_IsString(item) || !item->valuestring[0])
+            return file_type_error(path, key, "a directory", item, err);
+        return set_file_path(cfg, &cfg->cache_dir, path, item->valuestring, err);
     }
     for (size_t i = 0; i < sizeof(string_keys) / sizeof(string_keys[0]); i++)
         if (strcmp(key, string_keys[i]) == 0)
@@ -389,6 +500,11 @@ enum opt_id {
     OPT_USER,
     OPT_NO_FSYNC,
     OPT_NO_CGROUP,
+    OPT_NETWORK,
+    OPT_ALLOW_DOMAIN,
+    OPT_CACHE_DIR,
+    OPT_CHECKPOINT_DIR,
+    OPT_CHECKPOINT_KEEP,
     OPT_TOKEN_FILE,
     OPT_TOOLS,
     OPT_VERSION,
@@ -411,6 +527,11 @@ static const struct opt opts[] = {
     {"--user", OPT_USER, true},
     {"--no-fsync", OPT_NO_FSYNC, false},
     {"--no-cgroup", OPT_NO_CGROUP, false},
+    {"--network", OPT_NETWORK, true},
+    {"--allow-domain", OPT_ALLOW_DOMAIN, true},
+    {"--cache-dir", OPT_CACHE_DIR, true},
+    {"--checkpoint-dir", OPT_CHECKPOINT_DIR, true},
+    {"--checkpoint-keep", OPT_CHECKPOINT_KEEP, true},
     {"--token-file", OPT_TOKEN_FILE, true},
     {"--tools", OPT_TOOLS, true},
     {"--version", OPT_VERSION, false},
@@ -464,7 +585,30 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         return set_nonempty(&cfg->config_file, o->name, "a file", v, err);
     case OPT_ALLOW_NETWORK:
         cfg->allow_network = true;
+        cfg->net.mode = NETPOLICY_FULL;
         return 0;
+    case OPT_NETWORK:
+        return set_mode(cfg, o->name, v, err);
+    case OPT_ALLOW_DOMAIN:
+        return add_rule(cfg, o->name, NETPOLICY_FROM_FLAG, v, err);
+    case OPT_CACHE_DIR:
+        return set_nonempty(&cfg->cache_dir, o->name, "a directory", v, err);
+    case OPT_CHECKPOINT_DIR:
+        return set_nonempty(&cfg->checkpoint_dir, o->name, "a directory", v, err);
+    case OPT_CHECKPOINT_KEEP: {
+        char *end;
+        long n;
+
+        errno = 0;
+        n = strtol(v, &end, 10);
+        if (errno || *end || !v[0] || n < 1 || n > 100000) {
+            errinfo_set(err, ERR_INVALID, "%s: expected a whole number 1-100000; got \"%.40s\"",
+                        o->name, v);
+            return -1;
+        }
+        cfg->checkpoint_keep = (unsigned)n;
+        return 0;
+    }
     case OPT_LOG_LEVEL:
         return set_log_level(cfg, o->name, v, err);
     case OPT_USER:
@@ -710,6 +854,19 @@ int config_read_token(struct config *cfg, struct errinfo *err)
     return 0;
 }
 
+char *config_checkpoint_dir(const struct config_env *env, const char *workspace)
+{
+    const char *name = strrchr(workspace, '/');
+    uint64_t h = 1469598103934665603ull;
+    char leaf[300];
+
+    for (const char *p = workspace; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    name = name && name[1] ? name + 1 : "workspace";
+    snprintf(leaf, sizeof(leaf), "checkpoints/%.200s-%016llx", name, (unsigned long long)h);
+    return xdg_path(env->xdg_data_home, env->home, ".local/share", leaf);
+}
+
 const char *config_usage(void)
 {
     return "Usage: runboxd [options]\n"
@@ -727,7 +884,19 @@ const char *config_usage(void)
            "                      ~/.local/share/runbox/workspace)\n"
            "  --config FILE       JSON config file (default $XDG_CONFIG_HOME/runbox/config.json;\n"
            "                      a missing default file is fine)\n"
-           "  --allow-network     let commands run by exec use the network (default: none)\n"
+           "  --network MODE      exec's network: proxy (default: only through runboxd's\n"
+           "                      egress proxy, to the hosts on the allow list), none, or\n"
+           "                      full (the host's network, as --allow-network)\n"
+           "  --allow-domain RULE add a host to the allow list (repeatable): example.com,\n"
+           "                      *.example.com, *, an IP address; optional :port (else 80\n"
+           "                      and 443). The list starts with the registries the host's\n"
+           "                      npm and pip use\n"
+           "  --allow-network     give exec the host's network (same as --network full)\n"
+           "  --cache-dir DIR     npm's and pip's caches for exec, kept between runs (default\n"
+           "                      $XDG_CACHE_HOME/runbox/cache; /var/cache/runbox as root)\n"
+           "  --checkpoint-dir DIR  where the workspace's checkpoints are kept (default\n"
+           "                      $XDG_DATA_HOME/runbox/checkpoints/<workspace>-<hash>)\n"
+           "  --checkpoint-keep N the most checkpoints kept; older ones go (default 50)\n"
            "  --log-level LEVEL   error, warn, info, debug or trace (default: RUNBOX_LOG, else\n"
            "                      warn); logs go to stderr\n"
            "  --user NAME         the account to run as when started as root (default: the\n"
@@ -760,7 +929,8 @@ const char *config_usage(void)
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
            "allow_network, log_level, user, fsync, cgroup, token_file, tools, http_threads,\n"
-           "mcp_sessions, mcp_session_idle_s, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
+           "mcp_sessions, mcp_session_idle_s, network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
+           "checkpoint_dir, checkpoint_keep, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
            "90000). Flags beat the environment, which beats the file.\n"
            "\n"
            "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health,\n"

@@ -14,6 +14,7 @@
 #include "errinfo.h"
 #include "exec.h"
 #include "log.h"
+#include "netpolicy.h"
 
 #define CONFIG_DEFAULT_PORT 7766
 #define CONFIG_DEFAULT_BIND "127.0.0.1"
@@ -25,6 +26,8 @@ struct config_env {
     const char *runbox_token;    /* RUNBOX_TOKEN: the token itself, never logged */
     const char *xdg_data_home;   /* XDG_DATA_HOME */
     const char *xdg_config_home; /* XDG_CONFIG_HOME */
+    const char *xdg_cache_home;  /* XDG_CACHE_HOME */
+    bool root;                   /* runboxd runs as root (geteuid() == 0) */
     const char *home;            /* HOME */
 };
 
@@ -36,7 +39,12 @@ struct config {
     char bind[CONFIG_BIND_MAX]; /* a numeric IPv4 or IPv6 address */
     char *workspace;            /* owned: a host directory or ":memory:" */
     char *config_file;          /* owned: the file the settings were read from, or NULL */
-    bool allow_network;
+    bool allow_network;         /* net.mode == NETPOLICY_FULL */
+    struct netpolicy net;       /* --network, --allow-domain, "network": {"mode", "allow"} */
+    char *cache_dir;            /* owned: npm's and pip's caches for exec (npm/, pip/), or NULL */
+    char *checkpoint_dir;       /* owned: the checkpoint store, or NULL for the default
+                                   (config_checkpoint_dir) */
+    unsigned checkpoint_keep;   /* most checkpoints kept (--checkpoint-keep, default 50) */
     enum log_level log_level;
     char *user;       /* owned: the account to drop to when started as root, or NULL */
     bool fsync;       /* fsync on write (default true; --no-fsync turns it off) */
@@ -96,6 +104,11 @@ int config_load(struct config *cfg, int argc, char *const argv[], const struct c
  * RUNBOX_TOKEN only when it came from a flag; see config_load). Trailing whitespace is dropped;
  * an empty or unreadable file fails with ERR_INVALID naming the file. */
 int config_read_token(struct config *cfg, struct errinfo *err);
+
+/* Pure. The default checkpoint store of a workspace: "<data>/runbox/checkpoints/<name>-<hash>",
+ * <name> the workspace's last component and <hash> 16 hex digits of its whole path, so two
+ * workspaces never share a store. Owned, or NULL without XDG_DATA_HOME and HOME. */
+char *config_checkpoint_dir(const struct config_env *env, const char *workspace);
 
 /* The --help text. Static storage. */
 const char *config_usage(void);

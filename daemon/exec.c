@@ -141,7 +141,22 @@ static const char *const etc_files[] = {
 
 static const char *const sysdirs[4] = {"bin", "lib", "lib64", "sbin"};
 
-#define ARGV_MAX 256
+#define ARGV_MAX (256 + 3 * EXEC_ROOT_LINKS_MAX)
+
+/* The entries of the sandbox's root that layout B makes; a workspace entry of the same name is
+ * reachable as /workspace/<name> only. Sorted. */
+static const char *const root_reserved[] = {"bin",    "dev",  "etc",  "lib", "lib32", "lib64",
+                                            "libx32", "proc", "sbin", "tmp", "usr",   "workspace"};
+
+bool exec_root_name_ok(const char *name)
+{
+    if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
+        return false;
+    for (size_t i = 0; i < sizeof(root_reserved) / sizeof(root_reserved[0]); i++)
+        if (strcmp(name, root_reserved[i]) == 0)
+            return false;
+    return true;
+}
 
 struct argv_build {
     const char *v[ARGV_MAX];
@@ -150,6 +165,7 @@ struct argv_build {
     char nums[4][24];          /* formatted numbers (tmp size, uid, gid) */
     char paths[4][16];         /* "/bin" ... */
     char chdir[32 + 4096 + 8]; /* /workspace/<cwd> */
+    char *links;               /* owned: "workspace/<name>\0/<name>\0" for each root link */
 };
 
 static void add(struct argv_build *b, const char *s)
@@ -166,6 +182,43 @@ static void add3(struct argv_build *b, const char *a, const char *c, const char 
     add(b, a);
     add(b, c);
     add(b, d);
+}
+
+/* /x -> workspace/x for each top-level entry: a link, not a bind, so the name always means the
+ * workspace's current file (a rename over /workspace/x is seen through /x at once), and bwrap
+ * makes it in its own tmpfs root, so the workspace gains nothing. */
+static void add_root_links(struct argv_build *b, const struct exec_spec *s)
+{
+    size_t bytes = 0, linked = 0;
+    char *p;
+
+    for (size_t i = 0; i < s->nroot; i++)
+        bytes += 2 * strlen(s->root_names[i]) + sizeof("workspace/") + 2;
+    if (!bytes)
+        return;
+    b->links = malloc(bytes);
+    if (!b->links) {
+        b->overflow = true;
+        return;
+    }
+    p = b->links;
+    for (size_t i = 0; i < s->nroot && linked < EXEC_ROOT_LINKS_MAX; i++) {
+        const char *name = s->root_names[i];
+        size_t n = strlen(name);
+
+        if (!exec_root_name_ok(name))
+            continue;
+        add(b, "--symlink");
+        add(b, p);
+        memcpy(p, "workspace/", 10);
+        memcpy(p + 10, name, n + 1);
+        p += 10 + n + 1;
+        add(b, p);
+        p[0] = '/';
+        memcpy(p + 1, name, n + 1);
+        p += n + 2;
+        linked++;
+    }
 }
 
 static void add_filesystem(struct argv_build *b, const struct exec_spec *s)
@@ -190,7 +243,14 @@ static void add_filesystem(struct argv_build *b, const struct exec_spec *s)
     snprintf(b->nums[0], sizeof(b->nums[0]), "%llu", (unsigned long long)s->tmp_mb << 20);
     add3(b, "--size", b->nums[0], "--tmpfs");
     add(b, "/tmp");
+    /* The package caches persist outside the workspace; HOME is /tmp, so these are where npm
+     * and pip look by default. */
+    if (s->npm_cache)
+        add3(b, "--bind", s->npm_cache, "/tmp/.npm");
+    if (s->pip_cache)
+        add3(b, "--bind", s->pip_cache, "/tmp/.cache/pip");
     add3(b, "--bind", s->ws_source, EXEC_WORKSPACE);
+    add_root_links(b, s);
     /* Writes outside /workspace and /tmp fail loudly (EROFS) instead of landing in the
      * throwaway root. */
     add(b, "--remount-ro");
@@ -210,11 +270,27 @@ static const char *const default_env[][2] = {
     {"GIT_COMMITTER_EMAIL", "runbox@localhost"},
 };
 
+/* Every spelling the usual tools read: curl, git, pip and python (lower and upper case), npm
+ * (its own keys), node tools that use proxy-from-env. Loopback stays direct: a command's own
+ * servers are inside the sandbox. */
+static const char *const proxy_env[][2] = {
+    {"http_proxy", EXEC_PROXY_URL},          {"https_proxy", EXEC_PROXY_URL},
+    {"HTTP_PROXY", EXEC_PROXY_URL},          {"HTTPS_PROXY", EXEC_PROXY_URL},
+    {"no_proxy", "localhost,127.0.0.1,::1"}, {"NO_PROXY", "localhost,127.0.0.1,::1"},
+    {"npm_config_proxy", EXEC_PROXY_URL},    {"npm_config_https_proxy", EXEC_PROXY_URL},
+    {"PIP_PROXY", EXEC_PROXY_URL},           {"GIT_CONFIG_COUNT", "1"},
+    {"GIT_CONFIG_KEY_0", "http.proxy"},      {"GIT_CONFIG_VALUE_0", EXEC_PROXY_URL},
+};
+
 static void add_env(struct argv_build *b, const struct exec_spec *s)
 {
     add(b, "--clearenv");
     for (size_t i = 0; i < sizeof(default_env) / sizeof(default_env[0]); i++)
         add3(b, "--setenv", default_env[i][0], default_env[i][1]);
+    for (size_t i = 0; s->proxy && i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
+        add3(b, "--setenv", proxy_env[i][0], proxy_env[i][1]);
+    for (size_t i = 0; i < s->nnet_env; i++)
+        add3(b, "--setenv", s->net_env[i].name, s->net_env[i].value);
     for (size_t i = 0; i < s->nenv; i++)
         add3(b, "--setenv", s->env[i].name, s->env[i].value);
 }
@@ -280,6 +356,7 @@ char **exec_build_argv(const struct exec_spec *s, struct errinfo *err)
     }
     out = pack(b, err);
 out:
+    free(b->links);
     free(b);
     return out;
 }

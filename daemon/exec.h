@@ -18,6 +18,10 @@
 #define EXEC_ENV_NAME_MAX  128         /* bytes of one variable name */
 #define EXEC_ENV_VALUE_MAX (32u << 10) /* bytes of one value */
 #define EXEC_WORKSPACE     "/workspace"
+#define EXEC_PROXY_URL     "http://127.0.0.1:3128"
+/* Most top-level workspace entries linked at the sandbox's root (/hello.js -> workspace/hello.js);
+ * entries past this are reachable only under /workspace. */
+#define EXEC_ROOT_LINKS_MAX 1024
 
 /* The limits of every run. Each has a default, a daemon flag "--exec-<key>" (with '-' for '_')
  * and a config file key "exec_<key>"; exec_limits_keys() lists the keys. */
@@ -73,15 +77,29 @@ struct exec_spec {
     const char *command;        /* run as /bin/sh -c command */
     const struct exec_env *env; /* the call's variables (already checked), after the defaults */
     size_t nenv;
-    bool allow_network;
+    const struct exec_env *net_env; /* the network's (registries), before the call's */
+    size_t nnet_env;
+    bool allow_network; /* keep the network namespace bwrap starts in (--share-net) */
+    bool proxy;         /* set the proxy variables (the egress proxy at 127.0.0.1:3128) */
+    const char *npm_cache, *pip_cache; /* host dirs bound at /tmp/.npm, /tmp/.cache/pip; or NULL */
     uint32_t tmp_mb;
     /* How /bin, /lib, /lib64 and /sbin exist on the host: EXEC_SYSDIR_* each. */
     unsigned char sysdir[4];
     unsigned uid, gid; /* the ids the command sees */
+    /* Top-level workspace entries to reach at the root too (/x -> workspace/x); names that
+     * exec_root_name_ok() refuses are skipped, and at most EXEC_ROOT_LINKS_MAX are linked. */
+    const char *const *root_names;
+    size_t nroot;
 };
 
+/* True when a top-level workspace entry called name gets a link at the sandbox's root: not "."
+ * or "..", and not one of the root's own entries (bin dev etc lib lib32 lib64 libx32 proc sbin
+ * tmp usr workspace), which keep the system's meaning. Pure. */
+bool exec_root_name_ok(const char *name);
+
 /* Builds bwrap's argv (layout B: tmpfs root, read-only system dirs, a curated /etc, the
- * workspace read-write at /workspace and the cwd there). Returns an owned NULL-terminated
+ * workspace read-write at /workspace and the cwd there, and a symlink at the root for each of
+ * root_names, so /x is the workspace's /x as for the file tools). Returns an owned NULL-terminated
  * array whose strings live in the same allocation (free the array with free()), or NULL with
  * err set (ERR_NOMEM, or ERR_INVALID for a cwd that does not fit). */
 char **exec_build_argv(const struct exec_spec *s, struct errinfo *err);

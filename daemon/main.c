@@ -7,12 +7,16 @@
  * yet), then root is dropped, and only then does any thread start or any socket accept. Exit
  * status: 0 after a signal, 1 when the port is taken or the workspace or server cannot start, 2 for
  * a bad setting. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,14 +24,19 @@
 #include "bridge.h"
 #include "call.h"
 #include "catalog.h"
+#include "checkpoint.h"
 #include "cgroup.h"
 #include "config.h"
 #include "console.h"
+#include "egress.h"
 #include "errinfo.h"
 #include "events.h"
+#include "hosttools.h"
 #include "log.h"
+#include "portfwd.h"
 #include "privdrop.h"
 #include "proc.h"
+#include "strfmt.h"
 #include "tools.h"
 #include "vfs.h"
 #include "watch.h"
@@ -36,6 +45,108 @@ static int fail(int status, const struct errinfo *err)
 {
     fprintf(stderr, "runboxd: %s\n", err->msg);
     return status;
+}
+
+/* "<cache_dir>/<leaf>", made (0700) and, when runboxd still runs as root, handed to uid/gid.
+ * NULL (no cache for that tool) when it cannot be made; the log says why. */
+static char *cache_subdir(const char *base, const char *leaf, uid_t uid, gid_t gid)
+{
+    char *path = base ? strfmt_alloc("%s/%s", base, leaf) : NULL;
+
+    if (!path)
+        return NULL;
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            (void)mkdir(path, 0755);
+            *p = '/';
+        }
+    if ((mkdir(path, 0700) < 0 && errno != EEXIST) ||
+        (geteuid() == 0 && chown(path, uid, gid) < 0)) {
+        log_warn("runboxd: no %s cache for exec: %s: %s", leaf, path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+/* npm's and pip's caches for exec (owned), made before root is dropped; and the checkpoint
+ * store, opened then too (as root, its path may lie under a home the account cannot
+ * traverse: the daemon keeps the directory fd). */
+struct caches {
+    char *npm, *pip;
+    int store_fd;    /* the checkpoint store, or -1 */
+    char *store_tmp; /* owned: a :memory: workspace's store, removed at exit */
+};
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    (void)remove(path); /* what cannot be removed stays; the walk goes on */
+    return 0;
+}
+
+/* Makes dir and its parents (0700); the last one handed to uid/gid when root. */
+static int mkdirs(char *dir, uid_t uid, gid_t gid)
+{
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            (void)mkdir(dir, 0700);
+            *p = '/';
+        }
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if (geteuid() == 0 && chown(dir, uid, gid) < 0)
+        return -1;
+    return 0;
+}
+
+static void store_open(struct caches *c, const struct config *cfg, uid_t uid, gid_t gid)
+{
+    struct config_env env;
+    char *dir = NULL;
+
+    c->store_fd = -1;
+    config_env_from_process(&env);
+    if (cfg->checkpoint_dir) {
+        dir = strdup(cfg->checkpoint_dir);
+    } else if (strcmp(cfg->workspace, VFS_MEMORY) == 0) {
+        char tmpl[] = "/dev/shm/runbox-checkpoints-XXXXXX",
+             tmpl2[] = "/tmp/runbox-checkpoints-XXXXXX";
+        const char *made = mkdtemp(tmpl) ? tmpl : mkdtemp(tmpl2) ? tmpl2 : NULL;
+
+        dir = made ? strdup(made) : NULL;
+        c->store_tmp = made ? strdup(made) : NULL;
+        if (made && geteuid() == 0 && chown(made, uid, gid) < 0)
+            log_warn("runboxd: cannot hand %s to the account it serves as: %s", made,
+                     strerror(errno));
+    } else {
+        dir = config_checkpoint_dir(&env, cfg->workspace);
+    }
+    if (!dir || (!c->store_tmp && mkdirs(dir, uid, gid) < 0) ||
+        (c->store_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        log_warn("runboxd: no checkpoints: cannot open the store %s: %s",
+                 dir ? dir : "(no data home)", strerror(errno));
+    free(dir);
+}
+
+static void store_close(struct caches *c)
+{
+    if (c->store_fd >= 0)
+        close(c->store_fd);
+    if (c->store_tmp)
+        nftw(c->store_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(c->store_tmp);
+}
+
+static void caches_make(struct caches *c, const struct config *cfg, uid_t uid, gid_t gid)
+{
+    c->npm = cache_subdir(cfg->cache_dir, "npm", uid, gid);
+    c->pip = cache_subdir(cfg->cache_dir, "pip", uid, gid);
+    store_open(c, cfg, uid, gid);
 }
 
 /* Settings, token and their checks. Returns -1 to go on, else the exit status. */
@@ -65,7 +176,8 @@ static int setup_config(struct config *cfg, int argc, char *argv[])
 /* Makes the sandboxes' cgroups (*cg) for the account the daemon serves as. When root: picks
  * that account (exit 2 when unknown), hands it the workspace and the cgroups, and drops to it.
  * Returns -1 to go on, else the exit status. */
-static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg)
+static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg,
+                     struct caches *caches)
 {
     struct privdrop_target t;
     struct errinfo err = {0};
@@ -74,11 +186,13 @@ static int drop_root(const struct config *cfg, struct vfs *v, struct cgroup **cg
         if (cfg->user)
             log_info("runboxd: not root, so --user %s is not needed and ignored", cfg->user);
         *cg = cgroup_setup(getuid(), getgid(), cfg->cgroup);
+        caches_make(caches, cfg, getuid(), getgid());
         return -1;
     }
     if (privdrop_resolve(cfg->user, getenv("SUDO_UID"), getenv("SUDO_GID"), &t, &err) < 0)
         return fail(2, &err);
     *cg = cgroup_setup(t.uid, t.gid, cfg->cgroup);
+    caches_make(caches, cfg, t.uid, t.gid);
     if (privdrop_apply(&t, vfs_root_fd(v), &err) < 0)
         return fail(1, &err);
     log_info("runboxd: started as root; now serving as user %s (uid %u, gid %u)",
@@ -100,18 +214,108 @@ static int check_user(const struct config *cfg)
     return -1;
 }
 
-static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
-                               struct cgroup *cg, struct errinfo *err)
+/* Probes the programs the catalog's "hostTools" name and builds the daemon's catalog, whose
+ * exec description names what is installed. NULL (the compiled-in catalog is served) only when
+ * memory runs out. */
+static struct catalog *probe_tools(struct hosttools *ht)
 {
+    const struct catalog *cat = catalog_builtin();
+    const char *names[HOSTTOOLS_MAX];
+    size_t n = 0;
+    struct catalog *own;
+    char *note;
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const cJSON *list = catalog_tool_host_tools(catalog_at(cat, i)), *it;
+
+        cJSON_ArrayForEach(it, list)
+        {
+            bool seen = false;
+
+            for (size_t k = 0; k < n; k++)
+                seen = seen || strcmp(names[k], it->valuestring) == 0;
+            if (!seen && n < HOSTTOOLS_MAX)
+                names[n++] = it->valuestring;
+        }
+    }
+    hosttools_probe(ht, names, n, NULL);
+    note = hosttools_sentence(ht);
+    own = note ? catalog_builtin_amended(note, NULL) : NULL;
+    if (note)
+        log_info("runboxd: %s", note);
+    free(note);
+    return own;
+}
+
+/* The sandboxes' network services, joined to the exec engine's hooks. */
+struct netglue {
+    struct egress *egress;
+    struct portfwd *portfwd;
+};
+
+static void net_started(void *ctx, uint64_t run, int listen_fd, int agent_fd)
+{
+    struct netglue *g = ctx;
+
+    if (listen_fd >= 0 && g->egress)
+        (void)egress_attach(g->egress, run, listen_fd, NULL);
+    else if (listen_fd >= 0)
+        close(listen_fd);
+    if (g->portfwd)
+        portfwd_attach(g->portfwd, run, agent_fd);
+    else if (agent_fd >= 0)
+        close(agent_fd);
+}
+
+static void net_ended(void *ctx, uint64_t run)
+{
+    struct netglue *g = ctx;
+
+    if (g->egress)
+        egress_detach(g->egress, run);
+    if (g->portfwd)
+        portfwd_detach(g->portfwd, run);
+}
+
+static size_t net_env(void *ctx, struct exec_env *out, size_t max)
+{
+    struct netglue *g = ctx;
+
+    return g->egress ? egress_sandbox_env(g->egress, out, max) : 0;
+}
+
+static cJSON *net_status(void *ctx)
+{
+    struct netglue *g = ctx;
+
+    return g->egress ? egress_json(g->egress) : NULL;
+}
+
+static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
+                               struct cgroup *cg, const struct hosttools *ht, struct netglue *net,
+                               const struct caches *caches, struct errinfo *err)
+{
+    const char *npm = caches->npm, *pip = caches->pip;
     struct proc_options popt = {
         .ws_fd = vfs_root_fd(v),
         .allow_network = cfg->allow_network,
+        .net = {.mode = (int)cfg->net.mode,
+                .ctx = net,
+                .started = net_started,
+                .ended = net_ended,
+                .env = net_env,
+                .status = net_status},
+        .npm_cache = npm,
+        .pip_cache = pip,
         .limits = cfg->exec,
         .console = console,
         .cgroup = cg,
+        .tools = ht,
     };
+    struct proc *p;
 
-    return proc_new(&popt, err);
+    p = proc_new(&popt, err);
+    return p;
 }
 
 static void publish_console(void *arg, const struct console_entry_view *e)
@@ -119,8 +323,11 @@ static void publish_console(void *arg, const struct console_entry_view *e)
     events_publish_console(arg, e);
 }
 
+/* cat: the --tools view of the built-in catalog (NULL: all of it). The daemon serves the same
+ * view of its own catalog, whose exec description names the installed programs. */
 static int serve(const struct config *cfg, const struct catalog *cat, struct vfs *v,
-                 struct console *console, struct cgroup *cg, const sigset_t *stop)
+                 struct console *console, struct cgroup *cg, const struct caches *caches,
+                 const sigset_t *stop)
 {
     /* Without a bridge (out of memory) the Studio tools say it is not running. */
     struct tools_ctx tools = {.vfs = v, .console = console, .bridge = bridge_new(NULL, NULL)};
@@ -135,32 +342,60 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
         .threads = cfg->http_threads,
         .mcp_sessions = cfg->mcp_sessions,
         .mcp_session_idle_s = cfg->mcp_session_idle_s,
-        .catalog = cat,
     };
-    struct call_service_options copt = {.cat = cat ? cat : catalog_builtin(), .tools = &tools};
-
-    /* Every open stream holds a worker: leave 64 for requests. */
-    copt.max[CALL_BUDGET_STREAM] = cfg->http_threads > 128 ? cfg->http_threads - 64 : 64;
+    struct call_service_options copt = {.tools = &tools};
     struct errinfo err = {0};
     struct api *a = NULL;
+    struct hosttools ht;
+    struct catalog *own = probe_tools(&ht), *view = NULL;
+    struct egress_options eopt = {.policy = &cfg->net, .defaults = true, .console = console};
+    struct netglue net = {0};
     int sig = 0;
 
+    /* The same --tools view, of the catalog that names what is installed. */
+    view = own ? catalog_select(own, cfg->tools, NULL) : NULL;
+    opt.catalog = view ? view : cat;
+    copt.cat = opt.catalog ? opt.catalog : catalog_builtin();
+    /* Every open stream holds a worker: leave 64 for requests. */
+    copt.max[CALL_BUDGET_STREAM] = cfg->http_threads > 128 ? cfg->http_threads - 64 : 64;
+    net.egress = cfg->net.mode == NETPOLICY_FULL ? NULL : egress_new(&eopt, &err);
+    tools.egress = net.egress;
+    net.portfwd = portfwd_new(&err);
+    tools.portfwd = net.portfwd;
+    if (caches->store_fd >= 0) {
+        struct checkpoint_options kopt = {.ws_fd = vfs_root_fd(v),
+                                          .store_fd = fcntl(caches->store_fd, F_DUPFD_CLOEXEC, 3),
+                                          .keep = cfg->checkpoint_keep,
+                                          .fsync = cfg->fsync};
+        struct errinfo kerr = {0};
+
+        tools.checkpoints = kopt.store_fd >= 0 ? checkpoint_new(&kopt, &kerr) : NULL;
+        if (!tools.checkpoints)
+            log_warn("runboxd: no checkpoints: %s", kerr.msg);
+    }
     /* The event feed's dispatcher and the exec engine's supervisor start here, after root was
      * dropped. */
     tools.events = events_new(&err);
     if (tools.events)
         console_set_listener(console, publish_console, tools.events);
     tools.watch = tools.events ? watch_new(tools.events, v, &err) : NULL;
-    tools.proc = tools.watch ? start_exec(cfg, v, console, cg, &err) : NULL;
+    tools.proc = tools.watch && (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
+                     ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
+                     : NULL;
     opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
     a = opt.calls ? api_start(&opt, &err) : NULL;
     if (!a) {
         call_service_free(opt.calls);
         proc_free(tools.proc);
-        bridge_free(tools.bridge);
+        checkpoint_free(tools.checkpoints);
+        portfwd_free(net.portfwd);
+        egress_free(net.egress);
         watch_free(tools.watch);
         console_set_listener(console, NULL, NULL);
         events_free(tools.events);
+        bridge_free(tools.bridge);
+        catalog_free(view);
+        catalog_free(own);
         return fail(1, &err);
     }
     printf("runboxd: listening on http://%s%s%s:%d\n", strchr(cfg->bind, ':') ? "[" : "", cfg->bind,
@@ -182,10 +417,15 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     api_stop(a);
     call_service_free(opt.calls);
     proc_free(tools.proc);
-    bridge_free(tools.bridge);
+    checkpoint_free(tools.checkpoints);
+    portfwd_free(net.portfwd);
+    egress_free(net.egress);
     watch_free(tools.watch);
     console_set_listener(console, NULL, NULL);
     events_free(tools.events);
+    bridge_free(tools.bridge);
+    catalog_free(view);
+    catalog_free(own);
     return 0;
 }
 
@@ -197,6 +437,7 @@ int main(int argc, char *argv[])
     struct vfs *v = NULL;
     struct console *console = NULL;
     struct cgroup *cg = NULL;
+    struct caches caches = {.store_fd = -1};
     struct catalog *cat = NULL;
     sigset_t stop;
     int status;
@@ -233,7 +474,7 @@ int main(int argc, char *argv[])
             log_info("vfs: removed %zu temporary file%s left by writes that never finished", swept,
                      swept == 1 ? "" : "s");
     }
-    status = drop_root(&cfg, v, &cg);
+    status = drop_root(&cfg, v, &cg, &caches);
     if (status >= 0)
         goto out;
     /* The workers inherit this mask, so only sigwait() below sees the stop signals. */
@@ -248,9 +489,12 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = serve(&cfg, cat, v, console, cg, &stop);
+    status = serve(&cfg, cat, v, console, cg, &caches, &stop);
 out:
     catalog_free(cat);
+    free(caches.npm);
+    free(caches.pip);
+    store_close(&caches);
     cgroup_free(cg);
     console_free(console);
     vfs_free(v);

@@ -6,6 +6,7 @@
  * with the proc lock held (lock order: proc, then console; the console never calls back). */
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,7 +21,9 @@
 
 #include "cgroup.h"
 #include "console.h"
+#include "hosttools.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "proc_int.h"
 
 #define PROC_KEEP_FINISHED 100 /* finished runs process_list still shows */
@@ -267,6 +270,8 @@ static void finish(struct proc *p, struct job *j, int status)
     j->cg_fd = -1;
     if (j->memory_limit && j->state == JOB_EXITED)
         j->state = JOB_KILLED;
+    if (p->net.ended)
+        p->net.ended(p->net.ctx, j->id);
     if (j->background)
         p->running_bg--;
     else
@@ -558,9 +563,15 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     p->wake[0] = p->wake[1] = -1;
     p->ws_fd = opt->ws_fd;
     p->allow_network = opt->allow_network;
+    p->net = opt->net;
+    if (p->allow_network)
+        p->net.mode = NETPOLICY_FULL;
+    p->npm_cache = opt->npm_cache ? strdup(opt->npm_cache) : NULL;
+    p->pip_cache = opt->pip_cache ? strdup(opt->pip_cache) : NULL;
     p->lim = opt->limits;
     p->console = opt->console;
     p->cg = opt->cgroup;
+    p->tools = opt->tools;
     p->self = getpid();
     p->next_id = 1;
     pthread_mutex_init(&p->lock, NULL);
@@ -643,6 +654,8 @@ void proc_free(struct proc *p)
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p->bwrap);
+    free(p->npm_cache);
+    free(p->pip_cache);
     free(p);
 }
 
@@ -686,7 +699,7 @@ cJSON *proc_sandbox_json(struct proc *p)
                         : cJSON_AddNullToObject(j, "version") != NULL) &&
          (p->available ? cJSON_AddNullToObject(j, "reason") != NULL
                        : cJSON_AddStringToObject(j, "reason", p->why.msg) != NULL) &&
-         cJSON_AddBoolToObject(j, "network", p->allow_network) &&
+         cJSON_AddBoolToObject(j, "network", p->net.mode == NETPOLICY_FULL) &&
          cJSON_AddStringToObject(j, "memory", cgroup_has_memory(p->cg) ? "cgroup" : "rlimit") &&
          cJSON_AddStringToObject(j, "procs", cgroup_has_pids(p->cg) ? "cgroup" : "rlimit") &&
          add_cgroup_json(j, p->cg) && cJSON_AddNumberToObject(l, "timeout_ms", p->lim.timeout_ms) &&
@@ -700,6 +713,22 @@ cJSON *proc_sandbox_json(struct proc *p)
          cJSON_AddNumberToObject(l, "background_max", p->lim.background_max) &&
          cJSON_AddNumberToObject(l, "concurrent_max", p->lim.concurrent_max);
     pthread_mutex_unlock(&p->lock);
+    if (ok) {
+        cJSON *c = cJSON_AddObjectToObject(j, "caches");
+        ok = c && add_nullable(c, "npm", p->npm_cache) && add_nullable(c, "pip", p->pip_cache);
+    }
+    if (ok && p->net.status) {
+        cJSON *n = p->net.status(p->net.ctx);
+        ok = n && cJSON_AddItemToObject(j, "egress", n);
+        if (!ok)
+            cJSON_Delete(n);
+    }
+    if (ok && p->tools) {
+        cJSON *t = hosttools_json(p->tools);
+        ok = t && cJSON_AddItemToObject(j, "tools", t);
+        if (!ok)
+            cJSON_Delete(t);
+    }
     if (ok && cJSON_AddItemToObject(j, "limits", l))
         return j;
     cJSON_Delete(l);
@@ -707,9 +736,65 @@ cJSON *proc_sandbox_json(struct proc *p)
     return NULL;
 }
 
+/* The names of the workspace's top-level entries that get a link at the sandbox's root, read
+ * when the command is submitted. Owned: one allocation (free()) holding the array and the
+ * strings; *n = 0 and NULL when the workspace is empty or cannot be read. */
+static char **root_entries(int ws_fd, size_t *n)
+{
+    size_t cap = 0, used = 0, bytes = 0, *offs = NULL;
+    char *text = NULL, **out = NULL;
+    struct dirent *e;
+    int fd = openat(ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+    *n = 0;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    while (used < EXEC_ROOT_LINKS_MAX && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name) + 1;
+        char *nt;
+
+        if (!exec_root_name_ok(e->d_name))
+            continue;
+        if (used == cap) {
+            size_t *no = realloc(offs, (cap = cap ? cap * 2 : 32) * sizeof(*offs));
+            if (!no)
+                break;
+            offs = no;
+        }
+        nt = realloc(text, bytes + len);
+        if (!nt)
+            break;
+        text = nt;
+        memcpy(text + bytes, e->d_name, len);
+        offs[used++] = bytes; /* an offset: text may still move */
+        bytes += len;
+    }
+    closedir(d);
+    if (used && (out = malloc(used * sizeof(*out) + bytes)) != NULL) {
+        char *base = (char *)(out + used);
+
+        memcpy(base, text, bytes);
+        for (size_t i = 0; i < used; i++)
+            out[i] = base + offs[i];
+        *n = used;
+    }
+    free(offs);
+    free(text);
+    return out;
+}
+
 static int make_job(struct proc *p, const struct proc_request *r, bool background, struct job **out,
                     struct errinfo *err)
 {
+    size_t nroot = 0;
+    char **root = root_entries(p->ws_fd, &nroot);
+    struct exec_env net_env[4];
+    size_t nnet =
+        p->net.env && p->net.mode == NETPOLICY_PROXY ? p->net.env(p->net.ctx, net_env, 4) : 0;
     struct exec_spec spec = {
         .bwrap = p->bwrap,
         .ws_source = p->mnt,
@@ -717,10 +802,19 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         .command = r->command,
         .env = r->env,
         .nenv = r->nenv,
-        .allow_network = p->allow_network,
+        /* Mode full shares the host's network; in the others the setup process already made
+         * the sandbox's own namespace, which bwrap keeps. */
+        .allow_network = true,
+        .proxy = p->net.mode == NETPOLICY_PROXY,
+        .npm_cache = p->npm_cache,
+        .pip_cache = p->pip_cache,
         .tmp_mb = p->lim.tmp_mb,
         .uid = (unsigned)p->uid,
         .gid = (unsigned)p->gid,
+        .net_env = net_env,
+        .nnet_env = nnet,
+        .root_names = (const char *const *)root,
+        .nroot = nroot,
     };
     struct job *j = calloc(1, sizeof(*j));
 
@@ -731,6 +825,8 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         goto fail;
     }
     j->argv = exec_build_argv(&spec, err);
+    free(root);
+    root = NULL;
     if (!j->argv)
         goto fail;
     if (j->in_data)
@@ -743,6 +839,7 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
     *out = j;
     return 0;
 fail:
+    free(root);
     if (j)
         free_job(j);
     return -1;

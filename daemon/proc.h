@@ -31,14 +31,43 @@
 
 struct cgroup;
 struct console;
+struct hosttools;
+
+/* The sandboxes' network (netpolicy.h modes). In "proxy" and "none" each sandbox gets a network
+ * namespace of its own, made by its setup process, which also leaves behind a tiny agent in
+ * that namespace: on request (one byte on the agent socket, '4' or '6') it answers with a new
+ * unconnected TCP socket of that namespace (SCM_RIGHTS), which is how the daemon connects into
+ * the sandbox (port forwards). In "proxy" the setup process also hands over a listener on the
+ * namespace's 127.0.0.1:3128 (egress.h). The hooks are called by the supervisor with the proc
+ * lock held (lock order: proc, then the callee's lock, then the console). */
+struct proc_net {
+    int mode; /* enum netpolicy_mode */
+    void *ctx;
+    /* A run's sandbox started (every run, in every mode). listen_fd (-1 unless mode proxy) and
+     * agent_fd (-1 in mode full) are owned by the callee from here on. NULL = close them. */
+    void (*started)(void *ctx, uint64_t run, int listen_fd, int agent_fd);
+    /* A run ended (its processes are gone). May be NULL. */
+    void (*ended)(void *ctx, uint64_t run);
+    /* Variables every command gets (after the defaults, before the call's own), into out;
+     * returns how many (strings borrowed for the proc's lifetime). May block briefly. May be
+     * NULL. */
+    size_t (*env)(void *ctx, struct exec_env *out, size_t max);
+    /* The network's state for /health (sandbox.egress), owned by the caller; may be NULL. */
+    cJSON *(*status)(void *ctx);
+};
 
 struct proc_options {
     const char *bwrap;  /* bwrap's path; NULL = look it up on PATH */
     int ws_fd;          /* the workspace root directory fd; borrowed, outlives the proc */
-    bool allow_network; /* share the host network with commands */
+    bool allow_network; /* share the host network with commands (net.mode full) */
+    struct proc_net net;
+    /* Host directories bound read-write at /tmp/.npm and /tmp/.cache/pip (npm's and pip's
+     * caches, kept between runs), or NULL. Copied. */
+    const char *npm_cache, *pip_cache;
     struct exec_limits limits;
-    struct console *console; /* borrowed, may be NULL */
-    struct cgroup *cgroup;   /* borrowed, may be NULL (rlimits only); outlives the proc */
+    struct console *console;       /* borrowed, may be NULL */
+    struct cgroup *cgroup;         /* borrowed, may be NULL (rlimits only); outlives the proc */
+    const struct hosttools *tools; /* borrowed, may be NULL; shown in /health (sandbox.tools) */
 };
 
 struct proc; /* opaque */
@@ -63,7 +92,8 @@ bool proc_sandbox_ok(struct proc *p, struct errinfo *why);
 const struct exec_limits *proc_limits(const struct proc *p);
 
 /* {"available","bwrap","version","reason","network","memory","procs","cgroup":{"path","reason"},
- * "limits":{...}} for /health ("memory" and "procs": "cgroup" or "rlimit"). Owned or NULL. */
+ * "tools":{...} (hosttools_json), "limits":{...}} for /health ("memory" and "procs": "cgroup" or
+ * "rlimit"). Owned or NULL. */
 cJSON *proc_sandbox_json(struct proc *p);
 
 /* A foreground run's handle, for cancelling it from another thread (proc_cancel). Storage is the

@@ -48,6 +48,7 @@ struct job {
     pid_t pid; /* bwrap's pid */
     int pidfd;
     int cg_fd;               /* the run's cgroup directory, or -1 */
+    pid_t agent;             /* the network agent (a child of bwrap), or 0 */
     struct proc_stream s[2]; /* stdout, stderr */
     char tail[PROC_TAIL];
     size_t tail_len;
@@ -86,9 +87,12 @@ struct proc {
     const char *mnt; /* where the child binds the workspace before bwrap starts */
     int ws_fd;
     bool allow_network;
+    struct proc_net net;
+    char *npm_cache, *pip_cache;
     struct exec_limits lim;
     struct console *console;
     struct cgroup *cg; /* its run functions are called by the supervisor only */
+    const struct hosttools *tools;
     unsigned char sysdir[4];
     uid_t uid;
     gid_t gid;
@@ -100,8 +104,8 @@ struct proc {
  * Called by the supervisor with the lock held. -1 with err set when the sandbox did not start. */
 int proc_spawn(struct proc *p, struct job *j, struct errinfo *err);
 
-/* proc_spawn.c: the pid of a child process of parent (a /proc scan), or -1. */
-pid_t proc_child_of(pid_t parent);
+/* proc_spawn.c: the pid of a child process of parent other than skip (a /proc scan), or -1. */
+pid_t proc_child_of(pid_t parent, pid_t skip);
 
 /* proc_spawn.c: SIGKILLs every process of a running job: its cgroup at once when it has one,
  * then bwrap and the sandbox's init (proc_kill_sandbox). */
@@ -111,7 +115,7 @@ void proc_kill_job(struct job *j);
  * whose death takes every process of the sandbox with it. bwrap's --die-with-parent does not
  * reach that init once it has changed credentials inside the user namespace (which clears the
  * parent-death signal), so it is found and killed here, before bwrap dies and it is re-parented. */
-void proc_kill_sandbox(pid_t bwrap);
+void proc_kill_sandbox(pid_t bwrap, pid_t agent);
 
 /* proc_spawn.c: fills p's sandbox facts (bwrap path and version, mount point, system dirs) and
  * sets available/why for everything that can be checked without running anything. */

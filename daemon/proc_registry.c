@@ -91,10 +91,10 @@ struct job *proc_find_job(struct proc *p, uint64_t id)
 /* Delivers a polite signal to the command's process group inside the sandbox. bwrap (our child)
  * runs the namespace's init, whose child is the command, a session and group leader
  * (--new-session). Returns false when the command cannot be found. */
-static bool signal_command(pid_t bwrap, int sig)
+static bool signal_command(pid_t bwrap, pid_t agent, int sig)
 {
-    pid_t init = proc_child_of(bwrap);
-    pid_t cmd = init > 0 ? proc_child_of(init) : -1;
+    pid_t init = proc_child_of(bwrap, agent);
+    pid_t cmd = init > 0 ? proc_child_of(init, 0) : -1;
 
     if (cmd <= 0)
         return false;
@@ -122,7 +122,7 @@ int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct 
         return -1;
     }
     j->killed = true;
-    if (sig == SIGKILL || !signal_command(j->pid, sig))
+    if (sig == SIGKILL || !signal_command(j->pid, j->agent, sig))
         proc_kill_job(j);
     else
         j->kill_at = proc_mono_ms() + PROC_KILL_GRACE_MS_INT;

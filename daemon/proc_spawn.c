@@ -11,6 +11,8 @@
 #include "proc_int.h"
 
 #include <linux/sched.h>
+#include <net/if.h>
+#include <netinet/in.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,10 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -32,8 +36,10 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "egress.h"
 #include "chroot.h"
 #include "log.h"
+#include "netpolicy.h"
 
 enum step {
     STEP_PDEATHSIG = 1,
@@ -43,6 +49,7 @@ enum step {
     STEP_USERNS,
     STEP_IDMAP,
     STEP_MOUNT,
+    STEP_NET,
     STEP_EXEC
 };
 
@@ -63,6 +70,8 @@ static const char *step_name(int step)
         return "writing the user namespace's uid/gid map";
     case STEP_MOUNT:
         return "binding the workspace";
+    case STEP_NET:
+        return "setting up the sandbox's network (loopback, proxy listener, agent)";
     case STEP_EXEC:
         return "starting bwrap";
     default:
@@ -110,7 +119,10 @@ static int write_str(const char *path, const char *s)
 
 struct child_fds {
     int in, out, err, status; /* the child's ends; in = -1 for /dev/null */
+    int ctl;                  /* the child's end of the network agent socket, or -1 */
 };
+
+#define CHILD_CTL_FD 4 /* where the agent socket sits in the child */
 
 static void child_stdio(const struct child_fds *f)
 {
@@ -123,10 +135,99 @@ static void child_stdio(const struct child_fds *f)
         _exit(127);
     if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
         _exit(127);
+    if (f->ctl >= 0 && ((f->ctl != CHILD_CTL_FD && dup2(f->ctl, CHILD_CTL_FD) < 0) ||
+                        fcntl(CHILD_CTL_FD, F_SETFD, FD_CLOEXEC) < 0))
+        _exit(127);
     /* Nothing else of the daemon's may reach the sandbox. */
-    if (syscall(SYS_close_range, 4u, ~0u, 0u) < 0)
-        for (int fd = 4; fd < 1024; fd++)
+    unsigned first = f->ctl >= 0 ? CHILD_CTL_FD + 1 : CHILD_CTL_FD;
+    if (syscall(SYS_close_range, first, ~0u, 0u) < 0)
+        for (int fd = (int)first; fd < 1024; fd++)
             close(fd);
+}
+
+/* Sends fd (or none when -1) with the data word over the agent socket. */
+static int send_fd(int sock, int fd, int32_t word)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = &word, .iov_len = sizeof(word)};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+
+    if (fd >= 0) {
+        struct cmsghdr *c;
+
+        memset(cbuf, 0, sizeof(cbuf));
+        m.msg_control = cbuf;
+        m.msg_controllen = sizeof(cbuf);
+        c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+/* The agent: lives in the sandbox's network namespace (outside bwrap's other namespaces) and
+ * makes sockets there for the daemon, until the daemon closes its end or bwrap ends. */
+static _Noreturn void agent_main(pid_t parent)
+{
+    for (int fd = 0; fd < CHILD_CTL_FD; fd++)
+        close(fd); /* above all the status pipe: its EOF tells the daemon bwrap started */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        _exit(0);
+    for (;;) {
+        unsigned char req;
+        ssize_t n = recv(CHILD_CTL_FD, &req, 1, 0);
+        int sock;
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0);
+        sock = socket(req == '6' ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (send_fd(CHILD_CTL_FD, sock, sock < 0 ? errno : 0) < 0)
+            _exit(0);
+        if (sock >= 0)
+            close(sock);
+    }
+}
+
+/* In the new network namespace: loopback up, the proxy listener (mode proxy) and the agent;
+ * one message to the daemon: the agent's pid, with the listener. */
+static void child_net(const struct proc *p)
+{
+    struct ifreq ifr;
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), l = -1, one = 1;
+    pid_t self = getpid(), agent;
+
+    memset(&ifr, 0, sizeof(ifr));
+    memcpy(ifr.ifr_name, "lo", 3);
+    if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        child_fail(STEP_NET);
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        child_fail(STEP_NET);
+    close(s);
+    if (p->net.mode == NETPOLICY_PROXY) {
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons(EGRESS_PORT),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+        l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0)
+            child_fail(STEP_NET);
+    }
+    agent = _Fork(); /* not fork(): no atfork handlers, whose locks another thread may hold */
+    if (agent < 0)
+        child_fail(STEP_NET);
+    if (agent == 0)
+        agent_main(self);
+    if (send_fd(CHILD_CTL_FD, l, (int32_t)agent) < 0)
+        child_fail(STEP_NET);
+    if (l >= 0)
+        close(l);
+    close(CHILD_CTL_FD);
 }
 
 /* Lowers a limit (never raises it past what the daemon itself may have: that would fail). */
@@ -174,7 +275,7 @@ static _Noreturn void child_main(const struct proc *p, char **argv, const struct
     child_limits(&p->lim, memory_rlimit);
     /* After dropping root the process is not dumpable, which makes /proc/self/uid_map root's. */
     prctl(PR_SET_DUMPABLE, 1);
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | (f->ctl >= 0 ? CLONE_NEWNET : 0)) < 0)
         child_fail(STEP_USERNS);
     if (write_str("/proc/self/setgroups", "deny") < 0 ||
         write_str("/proc/self/uid_map", p->uid_map) < 0 ||
@@ -189,6 +290,8 @@ static _Noreturn void child_main(const struct proc *p, char **argv, const struct
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
         mount(".", p->mnt, NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/") < 0)
         child_fail(STEP_MOUNT);
+    if (f->ctl >= 0)
+        child_net(p);
     /* Set only now: the user namespace above records the limit in force when it was made, and
      * counting from here on covers this sandbox's processes alone. */
     if (lower_limit(RLIMIT_NPROC, p->lim.procs, p->lim.procs) < 0)
@@ -326,9 +429,31 @@ static void unstart(struct proc *p, struct job *j)
     j->cg_fd = -1;
 }
 
+/* The setup process's one message: the agent's pid and (mode proxy) the proxy listener. It was
+ * sent before bwrap started, so it is already queued. */
+static int recv_net(int sock, pid_t *agent, int *listen_fd)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    int32_t word = 0;
+    struct iovec iov = {.iov_base = &word, .iov_len = sizeof(word)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    struct cmsghdr *c;
+
+    *listen_fd = -1;
+    if (recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(word))
+        return -1;
+    c = CMSG_FIRSTHDR(&m);
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+        memcpy(listen_fd, CMSG_DATA(c), sizeof(int));
+    *agent = (pid_t)word;
+    return 0;
+}
+
 int proc_spawn(struct proc *p, struct job *j, struct errinfo *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, st[2] = {-1, -1};
+    int ctl[2] = {-1, -1}, lfd = -1;
     struct child_fds f;
     pid_t pid;
     int rc = -1;
@@ -337,16 +462,30 @@ int proc_spawn(struct proc *p, struct job *j, struct errinfo *err)
         make_pipe(er, true, err) < 0 || make_pipe(st, false, err) < 0)
         goto out;
     fcntl(st[1], F_SETFL, 0);
-    f = (struct child_fds){.in = in[0], .out = out[1], .err = er[1], .status = st[1]};
+    if (p->net.mode != NETPOLICY_FULL &&
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0) {
+        errinfo_sys(err, "exec: cannot create the sandbox's agent socket");
+        goto out;
+    }
+    f = (struct child_fds){
+        .in = in[0], .out = out[1], .err = er[1], .status = st[1], .ctl = ctl[1]};
     pid = start_child(p, j, &f, err);
     if (pid < 0) {
         unstart(p, j);
         goto out;
     }
     close_fd(&st[1]);
+    close_fd(&ctl[1]);
     if (read_status(st[0], pid, err) < 0) {
         unstart(p, j);
         goto out;
+    }
+    if (ctl[0] >= 0 && recv_net(ctl[0], &j->agent, &lfd) < 0)
+        log_warn("exec: process %llu: the sandbox's network agent did not report",
+                 (unsigned long long)j->id);
+    if (p->net.started) {
+        p->net.started(p->net.ctx, j->id, lfd, ctl[0]);
+        ctl[0] = lfd = -1;
     }
     j->pid = pid;
     j->in_fd = in[1];
@@ -365,6 +504,9 @@ out:
     close_fd(&er[1]);
     close_fd(&st[0]);
     close_fd(&st[1]);
+    close_fd(&ctl[0]);
+    close_fd(&ctl[1]);
+    close_fd(&lfd);
     return rc;
 }
 
@@ -387,7 +529,7 @@ static int parse_stat_ppid(const char *s, int *ppid)
     return 0;
 }
 
-pid_t proc_child_of(pid_t parent)
+pid_t proc_child_of(pid_t parent, pid_t skip)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -416,6 +558,8 @@ pid_t proc_child_of(pid_t parent)
         rp = strrchr(buf, ')');
         if (rp && parse_stat_ppid(rp + 1, &ppid) == 0 && ppid == parent)
             found = (pid_t)strtol(e->d_name, NULL, 10);
+        if (found == skip)
+            found = -1;
     }
     closedir(d);
     return found;
@@ -528,17 +672,19 @@ void proc_probe_host(struct proc *p, const char *bwrap)
 void proc_kill_job(struct job *j)
 {
     cgroup_run_kill(j->cg_fd);
-    proc_kill_sandbox(j->pid);
+    proc_kill_sandbox(j->pid, j->agent);
 }
 
-void proc_kill_sandbox(pid_t bwrap)
+void proc_kill_sandbox(pid_t bwrap, pid_t agent)
 {
     pid_t init;
 
     if (bwrap <= 0)
         return;
-    init = proc_child_of(bwrap);
+    init = proc_child_of(bwrap, agent);
     kill(bwrap, SIGKILL);
     if (init > 0)
         kill(init, SIGKILL);
+    /* The agent is not killed by pid (it may be gone and its pid reused): bwrap's death sends
+     * it SIGKILL (its parent-death signal), and the run's cgroup.kill reaches it too. */
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -24,6 +25,9 @@ struct bridge;
 struct call;
 struct events;
 struct watch;
+struct egress;
+struct portfwd;
+struct checkpoint;
 
 /* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
  * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
@@ -34,6 +38,9 @@ struct tools_ctx {
     struct bridge *bridge;   /* the Roblox Studio bridge */
     struct events *events;   /* the event feed (events.h): what changed, for listeners */
     struct watch *watch;     /* resource watches (watch.h): subscribed resources */
+    struct egress *egress;   /* the sandboxes' egress proxy (denials noted in exec results) */
+    struct portfwd *portfwd; /* port forwards into the sandboxes (expose_port, exec ports) */
+    struct checkpoint *checkpoints; /* the workspace's checkpoint store */
 };
 
 struct tools_result {
@@ -79,6 +86,24 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
                struct tools_result *out, struct errinfo *err);
 int tools_process_list(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                        struct tools_result *out, struct errinfo *err);
+int tools_expose_port(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                      struct tools_result *out, struct errinfo *err);
+/* tools_ports.c, for tools_exec.c: checks exec's "ports" (background only, no duplicates);
+ * exposes each for a started process, returning [{port, url}] (owned) and one note line per
+ * port in notes; adds "urls" to every entry of a process_list answer (-1: out of memory). */
+int tools_ports_check(const cJSON *ports, bool background, struct errinfo *err);
+cJSON *tools_ports_expose_all(const struct tools_ctx *ctx, uint64_t pid, const cJSON *ports,
+                              char *notes, size_t notessz);
+int tools_ports_add_urls(const struct tools_ctx *ctx, cJSON *list);
+/* tools_checkpoints.c */
+int tools_checkpoint(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                     struct tools_result *out, struct errinfo *err);
+int tools_list_checkpoints(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                           struct tools_result *out, struct errinfo *err);
+int tools_diff(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+               struct tools_result *out, struct errinfo *err);
+int tools_restore_checkpoint(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                             struct tools_result *out, struct errinfo *err);
 int tools_kill(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                struct tools_result *out, struct errinfo *err);
 

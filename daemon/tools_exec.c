@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "egress.h"
 #include "events.h"
 #include "exec.h"
 #include "proc.h"
@@ -104,11 +105,11 @@ static int set_result(struct tools_result *out, char *text, size_t len, cJSON *s
 }
 
 static int run_background(const struct tools_ctx *ctx, const struct proc_request *r,
-                          struct tools_result *out, struct errinfo *err)
+                          const cJSON *ports, struct tools_result *out, struct errinfo *err)
 {
     uint64_t pid = 0;
-    char *text = malloc(512);
-    cJSON *j;
+    char *text = malloc(2048), notes[1400] = "";
+    cJSON *j, *urls = NULL;
 
     if (!text || proc_start(ctx->proc, r, &pid, err) < 0) {
         if (!text)
@@ -116,18 +117,24 @@ static int run_background(const struct tools_ctx *ctx, const struct proc_request
         free(text);
         return -1;
     }
-    snprintf(text, 512,
-             "[started in the background as process %" PRIu64 "]\n"
+    if (ports && cJSON_GetArraySize(ports) > 0)
+        urls = tools_ports_expose_all(ctx, pid, ports, notes, sizeof(notes));
+    snprintf(text, 2048,
+             "[started in the background as process %" PRIu64 "]\n%s"
              "Its output goes to the console (console_logs with source \"exec\"); process_list "
              "shows its state; stop it with kill {\"pid\": %" PRIu64 "}.\n",
-             pid, pid);
+             pid, notes, pid);
     j = cJSON_CreateObject();
     if (j && (!cJSON_AddNumberToObject(j, "pid", (double)pid) ||
               !cJSON_AddBoolToObject(j, "background", true) ||
-              !cJSON_AddStringToObject(j, "state", "running"))) {
+              !cJSON_AddStringToObject(j, "state", "running") ||
+              (urls && !cJSON_AddItemToObject(j, "urls", urls)))) {
         cJSON_Delete(j);
         j = NULL;
+    } else {
+        urls = NULL;
     }
+    cJSON_Delete(urls);
     return set_result(out, text, strlen(text), j, err);
 }
 
@@ -193,13 +200,15 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
     const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(args, "cwd");
     const cJSON *tmo = cJSON_GetObjectItemCaseSensitive(args, "timeout_ms");
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(args, "stdin");
+    const cJSON *ports = cJSON_GetObjectItemCaseSensitive(args, "ports");
     struct exec_env env[EXEC_ENV_MAX];
     struct proc_request r = {0};
     struct proc_result res = {0};
     char norm[VFS_PATH_MAX + 1];
     const struct exec_limits *lim;
     size_t len = 0;
-    char *text;
+    char *text, *notes;
+    cJSON *structured;
 
     if (need_proc(ctx, err) < 0 || !proc_sandbox_ok(ctx->proc, err))
         return -1;
@@ -219,6 +228,9 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
     }
     if (parse_env(cJSON_GetObjectItemCaseSensitive(args, "env"), env, &r.nenv, err) < 0)
         return -1;
+    if (tools_ports_check(ports, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "background")),
+                          err) < 0)
+        return -1;
     r.command = cmd->valuestring;
     r.cwd = norm;
     r.timeout_ms = cJSON_IsNumber(tmo) ? (uint32_t)tmo->valuedouble : 0;
@@ -228,11 +240,30 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
         r.stdin_len = strlen(in->valuestring);
     }
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "background")))
-        return run_background(ctx, &r, out, err);
+        return run_background(ctx, &r, ports, out, err);
     if (run_foreground(ctx, call, &r, &res, err) < 0)
         return -1;
     text = exec_format_text(&res.o, &len);
-    if (set_result(out, text, len, exec_outcome_json(&res.o), err) < 0) {
+    structured = exec_outcome_json(&res.o);
+    notes = ctx->egress ? egress_take_notes(ctx->egress, res.o.pid) : NULL;
+    if (notes && text) {
+        /* What the network policy refused, after the command's own notes: the host, the rule
+         * and the flag that would allow it. */
+        size_t nl = strlen(notes);
+        bool sep = len && text[len - 1] != '\n';
+        char *t = realloc(text, len + sep + nl + 1);
+        if (t) {
+            if (sep)
+                t[len++] = '\n';
+            memcpy(t + len, notes, nl + 1);
+            text = t;
+            len += nl;
+        }
+        if (structured)
+            cJSON_AddStringToObject(structured, "network", notes);
+    }
+    free(notes);
+    if (set_result(out, text, len, structured, err) < 0) {
         proc_result_cleanup(&res);
         return -1;
     }
@@ -251,7 +282,7 @@ int tools_process_list(const struct tools_ctx *ctx, struct call *call, const cJS
     if (need_proc(ctx, err) < 0)
         return -1;
     list = proc_list_json(ctx->proc);
-    js = list ? cJSON_PrintUnformatted(list) : NULL;
+    js = list && tools_ports_add_urls(ctx, list) == 0 ? cJSON_PrintUnformatted(list) : NULL;
     cJSON_Delete(list);
     if (!js) {
         errinfo_set(err, ERR_NOMEM, "out of memory building the process list");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Runbox needs on Debian 12, and nothing that is already there.
 #
-#   scripts/install-deps.sh build   what building and running runbox/runboxd needs, and curl
+#   scripts/install-deps.sh build   what building and running runbox/runboxd needs, curl, and
+#                                   the programs exec promises (node, npm, python3, git)
 #   scripts/install-deps.sh test    that, plus what scripts/test.sh needs: Check, clang (libFuzzer,
 #                                   the sanitizers), clang-tidy, clang-format, lua5.1, qemu and a
 #                                   kernel for the VM tests, and Node.js 22 (below)
@@ -39,6 +40,18 @@ node_want=22.19.0
 # recommends. curl: the README's examples.
 pkgs=(gcc libc6-dev make cmake pkg-config libcurl4-openssl-dev libcjson-dev libcivetweb-dev
     bubblewrap curl ca-certificates)
+# What exec promises inside the sandbox (the exec tool's catalog "hostTools"): python3 and git
+# from Debian, and Debian's nodejs and npm unless a node >= 18 with npm is under /usr (the
+# sandbox sees /usr only: a node in ~/.nvm or /opt, such as the tests' Node 22, does not count).
+pkgs+=(python3 git)
+sandbox_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+sandbox_node=0
+if PATH=$sandbox_path command -v node >/dev/null 2>&1; then
+    sandbox_node=$(PATH=$sandbox_path node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+fi
+if [ "$sandbox_node" -lt 18 ] || ! PATH=$sandbox_path command -v npm >/dev/null 2>&1; then
+    pkgs+=(nodejs npm)
+fi
 if [ "$mode" = test ]; then
     # libclang-rt-dev carries libFuzzer and the sanitizer runtimes for clang; apt only
     # recommends it, and we install without recommends.

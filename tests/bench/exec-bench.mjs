@@ -45,6 +45,13 @@ const bind = argv.indexOf('--bind');
 argv[bind + 1] = ws;
 argv[argv.length - 1] = 'true';
 const health = (await d.get('/health')).body;
+// In network mode proxy (the default) the daemon's setup process makes the sandbox's network
+// namespace and bwrap keeps it (--share-net); the bare run gets the same isolation by letting
+// bwrap make one itself.
+if (health.sandbox.egress && health.sandbox.egress.mode !== 'full') {
+  const i = argv.indexOf('--share-net');
+  if (i >= 0) argv.splice(i, 1);
+}
 const asRoot = process.getuid() === 0;
 const user = asRoot ? Number(spawnSync('id', ['-u', 'nobody']).stdout.toString().trim()) : undefined;
 

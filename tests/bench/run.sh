@@ -12,6 +12,8 @@
 #    runbox → runboxd, each measured by ../shared/bench/mcp-bench.mjs (read_file of /a.txt,
 #    1 and 16 in flight) with its daemon freshly started;
 # 5. times runboxd's search tool against grep -rn / grep -rni (and rg when installed);
+#    then the exec, console/resources, sandbox (issue 10: npm install through the proxy, a GET
+#    through a port forward, checkpoints: sandbox-bench.mjs) and Studio benchmarks;
 # 6. prints the figures and the ratios against the issue's targets and writes them, with the
 #    machine and versions, to docs/performance.md.
 # This is a benchmark, not a test: nothing here fails because a number is slow.
@@ -382,6 +384,11 @@ if [[ "$SKIP_EXTRA" != 1 ]]; then
   RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/resources-bench.mjs" >"$RESULTS_DIR/resources.txt" 2>&1 ||
     log "resources benchmark failed: $(tail -c 600 "$RESULTS_DIR/resources.txt")"
   grep '^{' "$RESULTS_DIR/resources.txt" >>"$EXTRA_OUT" || true
+  wait_quiet
+  log "sandbox: npm install through the proxy, a GET through a port forward, checkpoints (machine ${QUIET_SEEN}% busy before)"
+  RUNBOXD="$RUNBOXD" node "$HERE/sandbox-bench.mjs" >"$RESULTS_DIR/sandbox.txt" 2>&1 ||
+    log "sandbox benchmark failed: $(tail -c 600 "$RESULTS_DIR/sandbox.txt")"
+  grep '^{' "$RESULTS_DIR/sandbox.txt" >>"$EXTRA_OUT" || true
   if [[ -f "$HERE/studio-bench.mjs" ]]; then
     wait_quiet
     log "Studio round trip with a fake plugin (machine ${QUIET_SEEN}% busy before)"

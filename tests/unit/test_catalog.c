@@ -527,6 +527,12 @@ static const struct {
      "catalog document 1 (\"g\"), tool \"a\": annotations must be an object"},
     {DOC("g", TOOL("a", ",\"inputschema\":{}")), NULL,
      "catalog document 1 (\"g\"), tool \"a\": unknown key \"inputschema\""},
+    {DOC("g", TOOL("a", ",\"hostTools\":[\"Node\"]")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": hostTools must be an array of program names "
+     "([a-z0-9._+-]{1,32})"},
+    {DOC("g", TOOL("a", ",\"hostTools\":[]")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": hostTools must be an array of program names "
+     "([a-z0-9._+-]{1,32})"},
     {DOC("g", "7"), NULL, "catalog document 1 (\"g\"): each tool must be an object"},
     {"{\"group\":\"g\",\"tools\":[],\"version\":1}", NULL,
      "catalog document 1 (\"g\"): unknown key \"version\""},
@@ -538,6 +544,32 @@ static const struct {
      "catalog document 2: invalid JSON at byte 13: unexpected "
      "end of input"},
 };
+
+START_TEST(test_catalog_builtin_amended_names_host_tools)
+{
+    struct errinfo err;
+    struct catalog *cat;
+    const struct catalog_tool *orig;
+    const cJSON *list;
+
+    errinfo_clear(&err);
+    cat = catalog_builtin_amended("Installed: node v1.", &err);
+    ck_assert_ptr_nonnull(cat);
+    ck_assert_uint_eq(catalog_count(cat), catalog_count(catalog_builtin()));
+    orig = catalog_find(catalog_builtin(), "exec");
+    list = catalog_tool_host_tools(orig);
+    ck_assert(cJSON_IsArray(list) && cJSON_GetArraySize(list) == 4);
+    ck_assert_ptr_null(catalog_tool_host_tools(catalog_find(cat, "read_file")));
+    /* the exec description gains the sentence; the others are unchanged; hostTools not shown */
+    ck_assert_ptr_nonnull(strstr(catalog_tools_json(cat), "Installed: node v1.\""));
+    ck_assert_ptr_null(strstr(catalog_tools_json(cat), "hostTools"));
+    ck_assert_ptr_null(strstr(catalog_tools_json(catalog_builtin()), "Installed: node v1."));
+    ck_assert_uint_eq(strlen(catalog_tools_json(cat)),
+                      strlen(catalog_tools_json(catalog_builtin())) +
+                          strlen(" Installed: node v1."));
+    catalog_free(cat);
+}
+END_TEST
 
 START_TEST(test_catalog_rejects_table)
 {
@@ -605,6 +637,7 @@ static Suite *catalog_suite(void)
     tc = tcase_create("custom");
     tcase_add_test(tc, test_catalog_custom_accessors);
     tcase_add_test(tc, test_catalog_empty_is_allowed);
+    tcase_add_test(tc, test_catalog_builtin_amended_names_host_tools);
     tcase_add_loop_test(tc, test_catalog_rejects_table, 0,
                         (int)(sizeof(rejects) / sizeof(rejects[0])));
     suite_add_tcase(s, tc);

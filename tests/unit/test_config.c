@@ -310,11 +310,68 @@ END_TEST
 START_TEST(test_config_usage_lists_every_flag)
 {
     static const char *const flags[] = {
-        "--port", "--bind",     "--workspace",  "--config",  "--allow-network", "--log-level",
-        "--user", "--no-fsync", "--token-file", "--version", "--help",          "--no-cgroup"};
+        "--port",      "--bind",      "--workspace", "--config",       "--allow-network",
+        "--log-level", "--user",      "--no-fsync",  "--token-file",   "--version",
+        "--help",      "--no-cgroup", "--network",   "--allow-domain", "--cache-dir"};
 
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         ck_assert_ptr_nonnull(strstr(config_usage(), flags[i]));
+}
+END_TEST
+
+START_TEST(test_config_network_flags_and_file)
+{
+    char *argv[] = {"runboxd",   "--allow-domain", "example.com", "--allow-domain=*.corp.test:8443",
+                    "--network", "none",           "--cache-dir", "/c"};
+
+    ck_assert_int_eq(cfg.net.mode, NETPOLICY_PROXY);
+    ck_assert_int_eq(config_apply_file(&cfg, "c.json",
+                                       "{\"network\": {\"allow\": [\"pkg.test\"], \"mode\": "
+                                       "\"full\"}, \"cache_dir\": \"/k\"}",
+                                       &err),
+                     0);
+    ck_assert_int_eq(cfg.net.mode, NETPOLICY_FULL);
+    ck_assert(cfg.allow_network);
+    ck_assert_str_eq(cfg.cache_dir, "/k");
+    ck_assert_int_eq(config_apply_args(&cfg, 8, argv, &err), 0);
+    ck_assert_int_eq(cfg.net.mode, NETPOLICY_NONE);
+    ck_assert(!cfg.allow_network);
+    ck_assert_uint_eq(cfg.net.n, 3);
+    ck_assert_str_eq(cfg.net.rules[0].text, "pkg.test");
+    ck_assert_int_eq(cfg.net.rules[0].origin, NETPOLICY_FROM_CONFIG);
+    ck_assert_str_eq(cfg.net.rules[2].text, "*.corp.test:8443");
+    ck_assert_int_eq(cfg.net.rules[2].origin, NETPOLICY_FROM_FLAG);
+    ck_assert_str_eq(cfg.cache_dir, "/c");
+}
+END_TEST
+
+START_TEST(test_config_network_errors_name_the_entry)
+{
+    char *argv[] = {"runboxd", "--allow-domain", "https://example.com/"};
+    char *mode[] = {"runboxd", "--network", "on"};
+
+    ck_assert_int_eq(config_apply_args(&cfg, 3, argv, &err), -1);
+    ck_assert_str_eq(err.msg, "--allow-domain: invalid allow-list entry \"https://example.com/\": "
+                              "give a host, not a URL; expected a host name (example.com), "
+                              "*.domain, *, or an IP address, each with an optional :port "
+                              "(1-65535)");
+    errinfo_clear(&err);
+    ck_assert_int_eq(config_apply_args(&cfg, 3, mode, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--network: expected proxy"));
+    errinfo_clear(&err);
+    ck_assert_int_eq(
+        config_apply_file(&cfg, "c.json", "{\"network\": {\"allow\": [\"ok.test\", 7]}}", &err),
+        -1);
+    ck_assert_str_eq(err.msg,
+                     "c.json: network.allow[1]: expected a string (a host name); got number");
+    errinfo_clear(&err);
+    ck_assert_int_eq(
+        config_apply_file(&cfg, "c.json", "{\"network\": {\"allow\": [\"a b\"]}}", &err), -1);
+    ck_assert_ptr_nonnull(
+        strstr(err.msg, "c.json: network.allow[0]: invalid allow-list entry \"a b\""));
+    errinfo_clear(&err);
+    ck_assert_int_eq(config_apply_file(&cfg, "c.json", "{\"network\": {\"alow\": []}}", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "unknown key \"network.alow\""));
 }
 END_TEST
 
@@ -357,6 +414,8 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_config_validate_bind_needs_token);
     tcase_add_test(tc, test_config_is_loopback);
     tcase_add_test(tc, test_config_usage_lists_every_flag);
+    tcase_add_test(tc, test_config_network_flags_and_file);
+    tcase_add_test(tc, test_config_network_errors_name_the_entry);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -171,6 +171,35 @@ START_TEST(test_exec_argv_network_and_root_cwd)
 }
 END_TEST
 
+START_TEST(test_exec_argv_root_links)
+{
+    static const char *const names[] = {"hello.js", "usr", "src", "workspace", "..", "tmp", ".git"};
+    struct exec_spec s = {.bwrap = "bwrap",
+                          .ws_source = "/mnt",
+                          .cwd = "/",
+                          .command = "x",
+                          .tmp_mb = 1,
+                          .root_names = names,
+                          .nroot = sizeof(names) / sizeof(names[0])};
+    char **argv = exec_build_argv(&s, &err);
+
+    ck_assert_ptr_nonnull(argv);
+    /* each kept name is a link at the root into the workspace, after the workspace bind */
+    ck_assert_str_eq(find_after(argv, "--symlink", 0), "workspace/hello.js");
+    ck_assert(has(argv, "/hello.js"));
+    ck_assert_str_eq(find_after(argv, "--symlink", 1), "workspace/src");
+    ck_assert_str_eq(find_after(argv, "--symlink", 2), "workspace/.git");
+    ck_assert_ptr_null(find_after(argv, "--symlink", 3));
+    /* system names keep the system's meaning */
+    ck_assert(!has(argv, "workspace/usr") && !has(argv, "workspace/tmp") &&
+              !has(argv, "workspace/workspace") && !has(argv, "workspace/.."));
+    free(argv);
+    ck_assert(exec_root_name_ok("hello.js") && exec_root_name_ok("node_modules"));
+    ck_assert(!exec_root_name_ok("lib64") && !exec_root_name_ok("proc") &&
+              !exec_root_name_ok(".") && !exec_root_name_ok("") && !exec_root_name_ok("a/b"));
+}
+END_TEST
+
 /* ---- results ---- */
 
 static char *text_of(const struct exec_outcome *o)
@@ -307,6 +336,7 @@ static Suite *exec_suite(void)
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, test_exec_argv_layout);
     tcase_add_test(tc, test_exec_argv_network_and_root_cwd);
+    tcase_add_test(tc, test_exec_argv_root_links);
     suite_add_tcase(s, tc);
     tc = tcase_create("result");
     tcase_add_test(tc, test_exec_text_plain_and_stderr);
