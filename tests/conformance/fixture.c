@@ -18,6 +18,8 @@
  * Usage: fixture [--port N]   (N = 0, the default, takes a free port)
  * Prints "listening on http://127.0.0.1:PORT/mcp" once it serves, and stops on SIGTERM or
  * SIGINT. Also serves the legacy HTTP+SSE pair (/sse, /message) and WebSocket (/ws). */
+#define _POSIX_C_SOURCE 200809L /* sigwait, pthread_sigmask, strdup */
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
