@@ -302,7 +302,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
             pthread_mutex_lock(&st->mu);
             continue;
         }
-        if (st->done || st->dead || atomic_load(&h->closing))
+        if (st->done || st->dead || st->ended || atomic_load(&h->closing))
             break;
         now = mcp_http__now_ms();
         /* Every SSE stream gets comments while it idles: a client that left shows up as a
@@ -485,6 +485,8 @@ int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo 
 
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
 {
+    bool close_now;
+
     pthread_mutex_lock(&h->mu);
     if (hs->listed) {
         for (struct hsess **pp = &h->sessions; *pp; pp = &(*pp)->next)
@@ -497,8 +499,22 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
         if (hs->kind == HS_WS)
             h->nws--;
     }
+    /* A request still being served with hs (its GET stream, a POST) uses hs until it is done:
+     * closing the engine's session now would free hs under it. The last one closes it. */
+    close_now = hs->busy == 0;
+    if (!close_now)
+        hs->ending = true;
     pthread_mutex_unlock(&h->mu);
-    mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
+    pthread_mutex_lock(&hs->mu);
+    if (hs->out) { /* the session's stream ends with it */
+        pthread_mutex_lock(&hs->out->mu);
+        hs->out->ended = true;
+        pthread_cond_broadcast(&hs->out->cond);
+        pthread_mutex_unlock(&hs->out->mu);
+    }
+    pthread_mutex_unlock(&hs->mu);
+    if (close_now)
+        mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
 }
 
 /* The listed Streamable session with this id, marked busy; NULL when there is none. */
@@ -521,12 +537,19 @@ static struct hsess *session_get(struct mcp_http *h, const char *id)
     return found;
 }
 
+/* Ends a request's use of hs; the last one after mcp_http__session_end() closes it, after
+ * which hs must not be used. */
 static void session_put(struct mcp_http *h, struct hsess *hs)
 {
+    bool close;
+
     pthread_mutex_lock(&h->mu);
     hs->busy--;
     hs->last_used_ms = mcp_http__now_ms();
+    close = hs->ending && hs->busy == 0;
     pthread_mutex_unlock(&h->mu);
+    if (close)
+        mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
 }
 
 /* A legacy /sse session by id (for POST /message); NULL when there is none. */
@@ -878,10 +901,11 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
     status = serve_post(h, conn, hs, &st, body, len, k.has_request);
     free(body);
     if (listed) {
-        session_put(h, hs);
-        /* An initialize the engine refused leaves no session behind. */
+        /* An initialize the engine refused leaves no session behind (ended while this request
+         * still holds it, so the put below closes it). */
         if (k.initialize && !mcp_session_protocol(hs->ms))
             mcp_http__session_end(h, hs);
+        session_put(h, hs);
     } else {
         mcp_session_close(hs->ms);
     }
@@ -914,9 +938,12 @@ static int on_get(struct mcp_http *h, struct mg_connection *conn)
     busy = hs->out != NULL;
     pthread_mutex_unlock(&hs->mu);
     if (busy) {
+        int status =
+            http_error(conn, 409, MCP_INVALID_REQUEST, NULL,
+                       "session %s already has its GET stream open; one at a time", hs->id);
+
         session_put(h, hs);
-        return http_error(conn, 409, MCP_INVALID_REQUEST, NULL,
-                          "session %s already has its GET stream open; one at a time", hs->id);
+        return status;
     }
     if (h->opt.admit && h->opt.admit(h->opt.ctx, &err) < 0) {
         session_put(h, hs);
