@@ -653,18 +653,45 @@ static bool query_param(const struct mg_connection *conn, const char *name, char
 
 /* ---- the 2026-07-28 headers ---- */
 
-/* Decodes a header value that may be "=?base64?...?=" into out (NUL-terminated). */
+/* A header value without the whitespace around it (RFC 9110 section 5.5: it is not part of
+ * the value; civetweb drops only the leading part): *len bytes from the returned pointer. */
+static const char *trim_ows(const char *h, size_t *len)
+{
+    size_t n;
+
+    while (*h == ' ' || *h == '\t')
+        h++;
+    n = strlen(h);
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    *len = n;
+    return h;
+}
+
+/* True when header value h, trimmed, is exactly want. */
+static bool header_is(const char *h, const char *want)
+{
+    size_t n;
+
+    h = trim_ows(h, &n);
+    return strlen(want) == n && memcmp(h, want, n) == 0;
+}
+
+/* Decodes a header value that may be "=?base64?...?=" into out (NUL-terminated), after taking
+ * off the whitespace around it. */
 static bool header_value(const char *h, char *out, size_t size)
 {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(h), o = 0;
+    size_t n, o = 0;
     unsigned acc = 0;
     int bits = 0;
 
-    if (n < 11 || strncmp(h, "=?base64?", 9) != 0 || strcmp(h + n - 2, "?=") != 0) {
+    h = trim_ows(h, &n);
+    if (n < 11 || strncmp(h, "=?base64?", 9) != 0 || strncmp(h + n - 2, "?=", 2) != 0) {
         if (n >= size)
             return false;
-        memcpy(out, h, n + 1);
+        memcpy(out, h, n);
+        out[n] = '\0';
         return true;
     }
     for (const char *p = h + 9; p < h + n - 2; p++) {
@@ -718,14 +745,14 @@ static int check_modern_headers(struct mg_connection *conn, const cJSON *msg)
     }
     if (!hv)
         snprintf(why, sizeof(why), "the MCP-Protocol-Version header is missing");
-    else if (!cJSON_IsString(ver) || strcmp(hv, ver->valuestring) != 0)
+    else if (!cJSON_IsString(ver) || !header_is(hv, ver->valuestring))
         snprintf(why, sizeof(why),
                  "the MCP-Protocol-Version header %.40s does not match the body's protocol "
                  "version",
                  hv);
     else if (!hm)
         snprintf(why, sizeof(why), "the Mcp-Method header is missing");
-    else if (!cJSON_IsString(method) || strcmp(hm, method->valuestring) != 0)
+    else if (!cJSON_IsString(method) || !header_is(hm, method->valuestring))
         snprintf(why, sizeof(why), "the Mcp-Method header %.60s does not match the body's method",
                  hm);
     else if (want_name && !hn)
@@ -784,7 +811,7 @@ static void classify(const cJSON *msg, struct body_kind *k)
 static bool legacy_version_ok(const char *v)
 {
     for (size_t i = 0; i < sizeof(legacy_versions) / sizeof(legacy_versions[0]); i++)
-        if (strcmp(v, legacy_versions[i]) == 0)
+        if (header_is(v, legacy_versions[i]))
             return true;
     return false;
 }

@@ -18,14 +18,22 @@ static struct mcp_server *srv;
 static struct mcp_http_server *http;
 static int port;
 
+static void tool_hello(void *arg, struct mcp_call *c)
+{
+    (void)arg;
+    mcp_call_result_text(c, "hello", 5);
+}
+
 static void setup(void)
 {
     static const struct mcp_server_info info = {.name = "http-test", .version = "1.0.0"};
+    static const struct mcp_tool hello = {.name = "hello", .handler = tool_hello};
     struct mcp_http_options opt = {.mcp_path = "/mcp"};
     struct errinfo err = {0};
 
     srv = mcp_server_new(&info, NULL);
     ck_assert_ptr_nonnull(srv);
+    ck_assert_int_eq(mcp_server_add_tool(srv, &hello, NULL), 0);
     opt.server = srv;
     http = mcp_http_serve(&opt, "127.0.0.1", 0, 8, &err);
     ck_assert_msg(http != NULL, "mcp_http_serve: %s", err.msg);
@@ -165,6 +173,51 @@ START_TEST(test_mcp_http_delete_ends_the_get_stream)
 }
 END_TEST
 
+/* Reads a whole response with a Content-Length body into buf. */
+static void read_response(int fd, char *buf, size_t size)
+{
+    size_t len = read_head(fd, buf, size), want;
+    char clen[32];
+    const char *body;
+
+    header_of(buf, "Content-Length", clen, sizeof(clen));
+    body = strstr(buf, "\r\n\r\n") + 4;
+    want = (size_t)(body - buf) + strtoul(clen, NULL, 10);
+    ck_assert_uint_lt(want, size);
+    while (len < want) {
+        ssize_t n = read(fd, buf + len, want - len);
+
+        ck_assert_int_gt(n, 0);
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+}
+
+/* RFC 9110 section 5.5: a field value's leading and trailing whitespace is not part of it. The
+ * 2026-07-28 headers are compared with the body after it is taken off (conformance
+ * http-header-validation, sep-2243-server-accepts-whitespace-header-value). */
+START_TEST(test_mcp_http_header_values_are_trimmed)
+{
+    char resp[8192];
+    int fd = dial();
+
+    send_request(fd, "POST",
+                 "Content-Type: application/json\r\n"
+                 "Accept: application/json, text/event-stream\r\n"
+                 "MCP-Protocol-Version:   2026-07-28  \r\n"
+                 "Mcp-Method: tools/call  \r\n"
+                 "Mcp-Name:   hello  \r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+                 "\"name\":\"hello\",\"_meta\":{"
+                 "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                 "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
+    read_response(fd, resp, sizeof(resp));
+    close(fd);
+    ck_assert_msg(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%s", resp);
+    ck_assert_msg(strstr(resp, "\"text\":\"hello\"") != NULL, "%s", resp);
+}
+END_TEST
+
 static Suite *mcp_http_suite(void)
 {
     Suite *suite = suite_create("mcp_http");
@@ -173,6 +226,11 @@ static Suite *mcp_http_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_mcp_http_delete_ends_the_get_stream);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("headers");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_mcp_http_header_values_are_trimmed);
     suite_add_tcase(suite, tc);
     return suite;
 }
