@@ -17,6 +17,10 @@ for tool in cc pkg-config; do
         exit 77
     }
 done
+# A sanitizer build installs instrumented libraries: what links them needs the same runtime.
+san=$(sed -n 's/^SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+cflags=(-std=c11 -Wall -Wextra -Werror)
+[ -z "$san" ] || cflags+=("-fsanitize=$san" -fno-omit-frame-pointer)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -53,11 +57,11 @@ awk '/<!-- example: greet.c -->/ { found = 1; next }
 echo "example: $(wc -l <"$tmp/greet.c") lines from docs/library.md"
 
 # shellcheck disable=SC2046 # pkg-config prints one flag per word
-cc -std=c11 -Wall -Wextra -Werror -pedantic -o "$tmp/greet-shared" "$tmp/greet.c" \
+cc "${cflags[@]}" -pedantic -o "$tmp/greet-shared" "$tmp/greet.c" \
     $(pkg-config --cflags --libs runbox-mcp)
 # Static: the archive itself, then what it needs (pkg-config --static adds Libs.private).
 # shellcheck disable=SC2046
-cc -std=c11 -Wall -Wextra -Werror -pedantic -o "$tmp/greet-static" "$tmp/greet.c" \
+cc "${cflags[@]}" -pedantic -o "$tmp/greet-static" "$tmp/greet.c" \
     $(pkg-config --cflags runbox-mcp) "$libdir/librunbox-mcp.a" \
     $(pkg-config --static --libs runbox-mcp | sed 's/-lrunbox-mcp\b//')
 if readelf -d "$tmp/greet-static" | grep -q 'librunbox-mcp\.so'; then
@@ -80,7 +84,7 @@ for kind in shared static; do
 done
 
 # shellcheck disable=SC2046
-cc -std=c11 -Wall -Wextra -Werror -o "$tmp/fixture" "$src/tests/conformance/fixture.c" \
+cc "${cflags[@]}" -o "$tmp/fixture" "$src/tests/conformance/fixture.c" \
     $(pkg-config --cflags runbox-mcp) "$libdir/librunbox-mcp.a" \
     $(pkg-config --static --libs runbox-mcp | sed 's/-lrunbox-mcp\b//')
 echo "the conformance fixture builds against the installed headers and library alone"
