@@ -2,9 +2,12 @@
  * library only: a server of its own (no catalog) and a transport that records what is sent.
  * The cases come from what the official conformance suite found; each names the check. */
 #include <check.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -15,6 +18,13 @@
 struct rec {
     cJSON *sent[MAX_SENT]; /* parsed messages, in order */
     size_t nsent;
+    /* A send of a listen stream's list_changed can be held until the test lets it go. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool hold_listen; /* hold such a send */
+    bool in_send;     /* one is being held */
+    bool release;     /* let it go */
+    bool cancel_done; /* mcp_session_cancel_origin returned */
 };
 
 static struct rec rec;
@@ -26,10 +36,18 @@ static void rec_send(void *ctx, const char *json, size_t len, const struct mcp_r
     struct rec *r = ctx;
     cJSON *m = cJSON_ParseWithLength(json, len);
 
-    (void)route;
-    ck_assert_msg(m != NULL, "sent invalid JSON: %.*s", (int)len, json);
-    ck_assert_uint_lt(r->nsent, MAX_SENT);
-    r->sent[r->nsent++] = m;
+    pthread_mutex_lock(&r->mu);
+    if (r->hold_listen && route->kind == MCP_ROUTE_LISTEN && strstr(json, "list_changed")) {
+        r->in_send = true;
+        pthread_cond_broadcast(&r->cv);
+        while (!r->release)
+            pthread_cond_wait(&r->cv, &r->mu);
+    }
+    if (m && r->nsent < MAX_SENT)
+        r->sent[r->nsent++] = m;
+    else
+        cJSON_Delete(m); /* checked by the tests that read what was sent */
+    pthread_mutex_unlock(&r->mu);
 }
 
 static const struct mcp_transport rec_transport = {.send = rec_send};
@@ -42,10 +60,13 @@ static void tool_hello(void *arg, struct mcp_call *c)
 
 static void setup(void)
 {
-    static const struct mcp_server_info info = {.name = "modern-test", .version = "1.2.3"};
+    static const struct mcp_server_info info = {
+        .name = "modern-test", .version = "1.2.3", .notifies = MCP_NOTIFY_TOOLS};
     static const struct mcp_tool hello = {.name = "hello", .handler = tool_hello};
 
     memset(&rec, 0, sizeof(rec));
+    pthread_mutex_init(&rec.mu, NULL);
+    pthread_cond_init(&rec.cv, NULL);
     srv = mcp_server_new(&info, NULL);
     ck_assert_ptr_nonnull(srv);
     ck_assert_int_eq(mcp_server_add_tool(srv, &hello, NULL), 0);
@@ -59,6 +80,8 @@ static void teardown(void)
     mcp_server_free(srv);
     for (size_t i = 0; i < rec.nsent; i++)
         cJSON_Delete(rec.sent[i]);
+    pthread_cond_destroy(&rec.cv);
+    pthread_mutex_destroy(&rec.mu);
 }
 
 /* Sends one request whose params._meta names `version` and carries no capabilities; params_extra
@@ -139,6 +162,73 @@ START_TEST(test_mcp_modern_legacy_version_in_meta_is_unsupported)
 }
 END_TEST
 
+static void *notify_tools(void *arg)
+{
+    (void)arg;
+    mcp_server_notify_list_changed(srv, MCP_LIST_TOOLS);
+    return NULL;
+}
+
+static int listen_origin; /* the origin token of the listen stream's request */
+
+static void *cancel_listen(void *arg)
+{
+    (void)arg;
+    mcp_session_cancel_origin(s, &listen_origin);
+    pthread_mutex_lock(&rec.mu);
+    rec.cancel_done = true;
+    pthread_cond_broadcast(&rec.cv);
+    pthread_mutex_unlock(&rec.mu);
+    return NULL;
+}
+
+/* conformance server-stateless under load (ASan: heap-use-after-free in deliver_note): a list
+ * change was being sent on a listen stream while the client closed that stream. The cancel
+ * freed the listen call under the send, and mcp_session_cancel_origin() returned while the
+ * send still used the transport's origin. It must wait for the send instead. */
+START_TEST(test_mcp_modern_cancel_origin_waits_for_a_listen_delivery)
+{
+    static const char listen[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"subscriptions/listen\",\"params\":{"
+        "\"notifications\":{\"toolsListChanged\":true},\"_meta\":{"
+        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+        "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+    pthread_t notifier, canceller;
+    struct timespec until;
+    bool early;
+
+    mcp_session_handle(s, listen, strlen(listen), &listen_origin);
+    ck_assert_uint_eq(rec.nsent, 1); /* the acknowledgement */
+    rec.hold_listen = true;
+    ck_assert_int_eq(pthread_create(&notifier, NULL, notify_tools, NULL), 0);
+    pthread_mutex_lock(&rec.mu);
+    while (!rec.in_send)
+        pthread_cond_wait(&rec.cv, &rec.mu);
+    pthread_mutex_unlock(&rec.mu);
+
+    ck_assert_int_eq(pthread_create(&canceller, NULL, cancel_listen, NULL), 0);
+    /* The cancel must not return while the send is held. Give a wrong one time to show (a
+     * slow machine only makes this weaker, never makes a correct engine fail). */
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&rec.mu);
+    while (!rec.cancel_done && pthread_cond_timedwait(&rec.cv, &rec.mu, &until) != ETIMEDOUT)
+        ;
+    early = rec.cancel_done;
+    rec.release = true;
+    pthread_cond_broadcast(&rec.cv);
+    pthread_mutex_unlock(&rec.mu);
+    pthread_join(notifier, NULL);
+    pthread_join(canceller, NULL);
+    ck_assert_msg(!early, "mcp_session_cancel_origin returned while a send for it was running");
+    ck_assert_uint_eq(mcp_session_inflight(s), 0);
+}
+END_TEST
+
 static Suite *mcp_modern_suite(void)
 {
     Suite *suite = suite_create("mcp_modern");
@@ -147,6 +237,10 @@ static Suite *mcp_modern_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_mcp_modern_unsupported_lists_discovered_versions);
     tcase_add_test(tc, test_mcp_modern_legacy_version_in_meta_is_unsupported);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("listen");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_mcp_modern_cancel_origin_waits_for_a_listen_delivery);
     suite_add_tcase(suite, tc);
     return suite;
 }
