@@ -59,15 +59,28 @@ int64_t mcp_http__now_ms(void)
 
 /* ---- writing HTTP ---- */
 
+const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size)
+{
+    const struct mg_context *ctx = mg_get_context(conn);
+    const char *on = mg_get_option(ctx, "enable_keep_alive");
+    const char *ms = mg_get_option(ctx, "keep_alive_timeout_ms");
+
+    if (!on || strcmp(on, "yes") != 0)
+        return "Connection: close\r\n";
+    snprintf(buf, size, "Keep-Alive: timeout=%ld\r\n", ms ? strtol(ms, NULL, 10) / 1000 : 0);
+    return buf;
+}
+
 /* Writes a complete response: status, Content-Type, exact length, and the session id when set. */
 static int write_answer(struct mg_connection *conn, int status, const char *ctype, const char *body,
                         size_t len, const char *session_id, const char *extra)
 {
-    char head[1024];
+    char head[1024], ka[48];
     int n = snprintf(head, sizeof(head),
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\n%s%s%s%s\r\n",
+                     "Cache-Control: no-store\r\n%s%s%s%s%s\r\n",
                      status, mg_get_response_code_text(conn, status), ctype, len,
+                     mcp_http__keepalive_header(conn, ka, sizeof(ka)),
                      session_id && session_id[0] ? "Mcp-Session-Id: " : "",
                      session_id && session_id[0] ? session_id : "",
                      session_id && session_id[0] ? "\r\n" : "", extra ? extra : "");
@@ -175,11 +188,12 @@ static int answer_status(const struct hstream *st, const char *json, size_t len)
 
 static int start_sse(struct hstream *st)
 {
-    char head[512];
+    char head[512], ka[48];
     int n =
         snprintf(head, sizeof(head),
                  "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
-                 "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s\r\n",
+                 "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s%s\r\n",
+                 mcp_http__keepalive_header(st->conn, ka, sizeof(ka)),
                  st->session_header[0] ? "Mcp-Session-Id: " : "", st->session_header,
                  st->session_header[0] ? "\r\n" : "");
 

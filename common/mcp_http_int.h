@@ -94,6 +94,12 @@ int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo 
  * last request still being served with it) and hs freed once that session is gone. */
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
 
+/* The header line that tells the client how long the server keeps an idle connection
+ * ("Keep-Alive: timeout=S\r\n", from civetweb's keep_alive_timeout_ms), or that it closes it
+ * ("Connection: close\r\n"). Without it a client reuses a connection the server is closing at
+ * that moment, and its next request fails ("fetch failed" in undici). Returns buf or a literal. */
+const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size);
+
 /* The current time on CLOCK_MONOTONIC, ms. */
 int64_t mcp_http__now_ms(void);
 

@@ -218,6 +218,23 @@ START_TEST(test_mcp_http_header_values_are_trimmed)
 }
 END_TEST
 
+/* Every answer says how long the server keeps the idle connection (civetweb's
+ * keep_alive_timeout_ms; mcp_http_serve() uses 5 s). Without it a client reused a connection
+ * the server was closing at that very moment, and its request failed: the conformance suite's
+ * "fetch failed" after a scenario that left a pooled connection idle for 500 ms. */
+START_TEST(test_mcp_http_answers_say_how_long_idle_connections_live)
+{
+    char head[4096], sid[128];
+    int fd = dial();
+
+    send_request(fd, "POST", accept_both, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+    read_head(fd, head, sizeof(head));
+    close(fd);
+    ck_assert_msg(strstr(head, "\r\nKeep-Alive: timeout=5\r\n") != NULL, "%s", head);
+    open_session(sid, sizeof(sid)); /* and a session's answer too */
+}
+END_TEST
+
 static Suite *mcp_http_suite(void)
 {
     Suite *suite = suite_create("mcp_http");
@@ -231,6 +248,7 @@ static Suite *mcp_http_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_mcp_http_header_values_are_trimmed);
+    tcase_add_test(tc, test_mcp_http_answers_say_how_long_idle_connections_live);
     suite_add_tcase(suite, tc);
     return suite;
 }
