@@ -114,13 +114,17 @@ static void call_unref(struct mcp_call *c)
 }
 
 /* The answer is out (or dropped): unregisters c, lets its batch go on, drops its first
- * reference. */
+ * reference. A message about c that another thread is sending right now (a list change on a
+ * listen stream, a progress report) uses c and its origin: c stays registered until that send
+ * is over, so mcp_session_cancel_origin() waits for it and c is not freed under it. */
 static void call_done(struct mcp_call *c)
 {
     struct mcp_session *s = c->s;
     struct batch *batch = c->batch;
 
     pthread_mutex_lock(&s->mu);
+    while (c->sending > 0)
+        pthread_cond_wait(&s->cond, &s->mu);
     mcp_calls_remove(&s->calls, c);
     if (c->is_listen)
         mcp__listen_forget(s, c);

@@ -59,15 +59,28 @@ int64_t mcp_http__now_ms(void)
 
 /* ---- writing HTTP ---- */
 
+const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size)
+{
+    const struct mg_context *ctx = mg_get_context(conn);
+    const char *on = mg_get_option(ctx, "enable_keep_alive");
+    const char *ms = mg_get_option(ctx, "keep_alive_timeout_ms");
+
+    if (!on || strcmp(on, "yes") != 0)
+        return "Connection: close\r\n";
+    snprintf(buf, size, "Keep-Alive: timeout=%ld\r\n", ms ? strtol(ms, NULL, 10) / 1000 : 0);
+    return buf;
+}
+
 /* Writes a complete response: status, Content-Type, exact length, and the session id when set. */
 static int write_answer(struct mg_connection *conn, int status, const char *ctype, const char *body,
                         size_t len, const char *session_id, const char *extra)
 {
-    char head[1024];
+    char head[1024], ka[48];
     int n = snprintf(head, sizeof(head),
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\n%s%s%s%s\r\n",
+                     "Cache-Control: no-store\r\n%s%s%s%s%s\r\n",
                      status, mg_get_response_code_text(conn, status), ctype, len,
+                     mcp_http__keepalive_header(conn, ka, sizeof(ka)),
                      session_id && session_id[0] ? "Mcp-Session-Id: " : "",
                      session_id && session_id[0] ? session_id : "",
                      session_id && session_id[0] ? "\r\n" : "", extra ? extra : "");
@@ -175,11 +188,12 @@ static int answer_status(const struct hstream *st, const char *json, size_t len)
 
 static int start_sse(struct hstream *st)
 {
-    char head[512];
+    char head[512], ka[48];
     int n =
         snprintf(head, sizeof(head),
                  "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
-                 "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s\r\n",
+                 "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s%s\r\n",
+                 mcp_http__keepalive_header(st->conn, ka, sizeof(ka)),
                  st->session_header[0] ? "Mcp-Session-Id: " : "", st->session_header,
                  st->session_header[0] ? "\r\n" : "");
 
@@ -302,7 +316,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
             pthread_mutex_lock(&st->mu);
             continue;
         }
-        if (st->done || st->dead || atomic_load(&h->closing))
+        if (st->done || st->dead || st->ended || atomic_load(&h->closing))
             break;
         now = mcp_http__now_ms();
         /* Every SSE stream gets comments while it idles: a client that left shows up as a
@@ -485,6 +499,8 @@ int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo 
 
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
 {
+    bool close_now;
+
     pthread_mutex_lock(&h->mu);
     if (hs->listed) {
         for (struct hsess **pp = &h->sessions; *pp; pp = &(*pp)->next)
@@ -497,8 +513,22 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
         if (hs->kind == HS_WS)
             h->nws--;
     }
+    /* A request still being served with hs (its GET stream, a POST) uses hs until it is done:
+     * closing the engine's session now would free hs under it. The last one closes it. */
+    close_now = hs->busy == 0;
+    if (!close_now)
+        hs->ending = true;
     pthread_mutex_unlock(&h->mu);
-    mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
+    pthread_mutex_lock(&hs->mu);
+    if (hs->out) { /* the session's stream ends with it */
+        pthread_mutex_lock(&hs->out->mu);
+        hs->out->ended = true;
+        pthread_cond_broadcast(&hs->out->cond);
+        pthread_mutex_unlock(&hs->out->mu);
+    }
+    pthread_mutex_unlock(&hs->mu);
+    if (close_now)
+        mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
 }
 
 /* The listed Streamable session with this id, marked busy; NULL when there is none. */
@@ -521,12 +551,19 @@ static struct hsess *session_get(struct mcp_http *h, const char *id)
     return found;
 }
 
+/* Ends a request's use of hs; the last one after mcp_http__session_end() closes it, after
+ * which hs must not be used. */
 static void session_put(struct mcp_http *h, struct hsess *hs)
 {
+    bool close;
+
     pthread_mutex_lock(&h->mu);
     hs->busy--;
     hs->last_used_ms = mcp_http__now_ms();
+    close = hs->ending && hs->busy == 0;
     pthread_mutex_unlock(&h->mu);
+    if (close)
+        mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
 }
 
 /* A legacy /sse session by id (for POST /message); NULL when there is none. */
@@ -630,18 +667,45 @@ static bool query_param(const struct mg_connection *conn, const char *name, char
 
 /* ---- the 2026-07-28 headers ---- */
 
-/* Decodes a header value that may be "=?base64?...?=" into out (NUL-terminated). */
+/* A header value without the whitespace around it (RFC 9110 section 5.5: it is not part of
+ * the value; civetweb drops only the leading part): *len bytes from the returned pointer. */
+static const char *trim_ows(const char *h, size_t *len)
+{
+    size_t n;
+
+    while (*h == ' ' || *h == '\t')
+        h++;
+    n = strlen(h);
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    *len = n;
+    return h;
+}
+
+/* True when header value h, trimmed, is exactly want. */
+static bool header_is(const char *h, const char *want)
+{
+    size_t n;
+
+    h = trim_ows(h, &n);
+    return strlen(want) == n && memcmp(h, want, n) == 0;
+}
+
+/* Decodes a header value that may be "=?base64?...?=" into out (NUL-terminated), after taking
+ * off the whitespace around it. */
 static bool header_value(const char *h, char *out, size_t size)
 {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(h), o = 0;
+    size_t n, o = 0;
     unsigned acc = 0;
     int bits = 0;
 
-    if (n < 11 || strncmp(h, "=?base64?", 9) != 0 || strcmp(h + n - 2, "?=") != 0) {
+    h = trim_ows(h, &n);
+    if (n < 11 || strncmp(h, "=?base64?", 9) != 0 || strncmp(h + n - 2, "?=", 2) != 0) {
         if (n >= size)
             return false;
-        memcpy(out, h, n + 1);
+        memcpy(out, h, n);
+        out[n] = '\0';
         return true;
     }
     for (const char *p = h + 9; p < h + n - 2; p++) {
@@ -695,14 +759,14 @@ static int check_modern_headers(struct mg_connection *conn, const cJSON *msg)
     }
     if (!hv)
         snprintf(why, sizeof(why), "the MCP-Protocol-Version header is missing");
-    else if (!cJSON_IsString(ver) || strcmp(hv, ver->valuestring) != 0)
+    else if (!cJSON_IsString(ver) || !header_is(hv, ver->valuestring))
         snprintf(why, sizeof(why),
                  "the MCP-Protocol-Version header %.40s does not match the body's protocol "
                  "version",
                  hv);
     else if (!hm)
         snprintf(why, sizeof(why), "the Mcp-Method header is missing");
-    else if (!cJSON_IsString(method) || strcmp(hm, method->valuestring) != 0)
+    else if (!cJSON_IsString(method) || !header_is(hm, method->valuestring))
         snprintf(why, sizeof(why), "the Mcp-Method header %.60s does not match the body's method",
                  hm);
     else if (want_name && !hn)
@@ -761,7 +825,7 @@ static void classify(const cJSON *msg, struct body_kind *k)
 static bool legacy_version_ok(const char *v)
 {
     for (size_t i = 0; i < sizeof(legacy_versions) / sizeof(legacy_versions[0]); i++)
-        if (strcmp(v, legacy_versions[i]) == 0)
+        if (header_is(v, legacy_versions[i]))
             return true;
     return false;
 }
@@ -878,10 +942,11 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
     status = serve_post(h, conn, hs, &st, body, len, k.has_request);
     free(body);
     if (listed) {
-        session_put(h, hs);
-        /* An initialize the engine refused leaves no session behind. */
+        /* An initialize the engine refused leaves no session behind (ended while this request
+         * still holds it, so the put below closes it). */
         if (k.initialize && !mcp_session_protocol(hs->ms))
             mcp_http__session_end(h, hs);
+        session_put(h, hs);
     } else {
         mcp_session_close(hs->ms);
     }
@@ -914,9 +979,12 @@ static int on_get(struct mcp_http *h, struct mg_connection *conn)
     busy = hs->out != NULL;
     pthread_mutex_unlock(&hs->mu);
     if (busy) {
+        int status =
+            http_error(conn, 409, MCP_INVALID_REQUEST, NULL,
+                       "session %s already has its GET stream open; one at a time", hs->id);
+
         session_put(h, hs);
-        return http_error(conn, 409, MCP_INVALID_REQUEST, NULL,
-                          "session %s already has its GET stream open; one at a time", hs->id);
+        return status;
     }
     if (h->opt.admit && h->opt.admit(h->opt.ctx, &err) < 0) {
         session_put(h, hs);

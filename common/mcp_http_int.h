@@ -42,6 +42,8 @@ struct hstream {
     bool done;           /* the final message was written (the request's answer) */
     bool dead;           /* the client went away or a write failed */
     bool ends_at_answer; /* a POST stream: it ends with its request's answer */
+    bool ended;          /* the server ended it (its session was deleted); it still closes
+                            properly (the last chunk) */
     struct qmsg *head, *tail;
     struct hstream *next_open; /* in h->open (h->mu), while stream_run serves it */
     size_t queued;             /* bytes in the queue */
@@ -62,6 +64,7 @@ struct hsess {
     int64_t last_used_ms;
     unsigned busy; /* requests of it being served now (h->mu) */
     bool listed;   /* in h->sessions */
+    bool ending;   /* ended (DELETE) while busy: the last session_put closes it (h->mu) */
     void *ws;      /* HS_WS: the WebSocket connection state (mcp_http_ws.c) */
 };
 
@@ -87,8 +90,15 @@ struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsig
 /* Lists hs (it counts against session_max); -1 with err (503 text) when full. */
 int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err);
 
-/* Unlists and closes hs: the engine session is closed and hs freed once it is gone. */
+/* Unlists and closes hs and ends its stream: the engine session is closed (at once, or by the
+ * last request still being served with it) and hs freed once that session is gone. */
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
+
+/* The header line that tells the client how long the server keeps an idle connection
+ * ("Keep-Alive: timeout=S\r\n", from civetweb's keep_alive_timeout_ms), or that it closes it
+ * ("Connection: close\r\n"). Without it a client reuses a connection the server is closing at
+ * that moment, and its next request fails ("fetch failed" in undici). Returns buf or a literal. */
+const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size);
 
 /* The current time on CLOCK_MONOTONIC, ms. */
 int64_t mcp_http__now_ms(void);

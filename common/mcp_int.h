@@ -350,7 +350,8 @@ void mcp__listen_forget(struct mcp_session *s, struct mcp_call *c);
 char *mcp__state_seal(const char *state);
 int mcp__state_unseal(const char *sealed, char **out);
 
-/* The supported versions, newest first, for -32022's data.supported. Owned array. */
+/* The versions a request may name in its _meta, newest first: server/discover's
+ * supportedVersions and -32022's data.supported. Owned array. */
 cJSON *mcp__supported_versions(void);
 
 /* Log level names (enum mcp_log_level order) and parsing: -1 for an unknown name. */

@@ -21,9 +21,10 @@
 #define TTL_LIST_MS     60000 /* lists change rarely, and every change is notified */
 #define TTL_DISCOVER_MS 60000
 
+/* The versions a request may name in its _meta. The legacy ones are served only after
+ * initialize, so they are neither listed by server/discover nor offered by -32022: a modern
+ * client that retried with one of them per request would be refused again. */
 static const char *const modern_versions[] = {MCP_PROTOCOL_MODERN};
-static const char *const all_versions[] = {MCP_PROTOCOL_MODERN, "2025-11-25", "2025-06-18",
-                                           "2025-03-26", "2024-11-05"};
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -31,8 +32,8 @@ cJSON *mcp__supported_versions(void)
 {
     cJSON *arr = cJSON_CreateArray();
 
-    for (size_t i = 0; arr && i < COUNT_OF(all_versions); i++)
-        if (!cJSON_AddItemToArray(arr, cJSON_CreateString(all_versions[i]))) {
+    for (size_t i = 0; arr && i < COUNT_OF(modern_versions); i++)
+        if (!cJSON_AddItemToArray(arr, cJSON_CreateString(modern_versions[i]))) {
             cJSON_Delete(arr);
             return NULL;
         }
@@ -133,11 +134,9 @@ int mcp__modern_decorate(struct mcp_server *srv, cJSON *result, bool cacheable)
 void mcp__modern_discover(struct mcp_call *c)
 {
     struct mcp_server *srv = c->s->srv;
-    cJSON *res = cJSON_CreateObject(), *versions = cJSON_CreateArray();
+    cJSON *res = cJSON_CreateObject(), *versions = mcp__supported_versions();
     bool ok = res && versions;
 
-    for (size_t i = 0; ok && i < COUNT_OF(modern_versions); i++)
-        ok = cJSON_AddItemToArray(versions, cJSON_CreateString(modern_versions[i]));
     ok = ok && cJSON_AddItemToObject(res, "supportedVersions", versions);
     if (!ok)
         cJSON_Delete(versions);

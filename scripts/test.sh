@@ -130,9 +130,14 @@ stage_tsan_build() {
 }
 
 # ThreadSanitizer over the unit and integration suites (the e2e and interop ones add no threads
-# of runboxd's that integration does not already drive).
+# of runboxd's that integration does not already drive), then the conformance runs, whose
+# concurrent streams, listen subscriptions and cancellations drive the MCP library's threads
+# (about 30 s; after the others, so that they add no load to integration's timed checks).
 stage_tsan_test() {
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -L 'unit|integration'
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest "$root/build-tsan" \
+        -L 'unit|integration'
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest "$root/build-tsan" \
+        -L conformance
 }
 
 # Names of the libFuzzer targets the fuzz build defines (Makefile generator: the help target
