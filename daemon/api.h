@@ -22,9 +22,11 @@
 struct tools_ctx;
 struct call_service;
 
-#define API_BODY_MAX     (32u << 20) /* request body limit: 32 MiB */
-#define API_THREADS      320  /* civetweb workers; a keep-alive connection or stream keeps one */
-#define API_KEEPALIVE_MS 2000 /* idle keep-alive connections are closed after this */
+#define API_BODY_MAX (32u << 20) /* request body limit: 32 MiB */
+#define API_THREADS  320         /* civetweb workers; a keep-alive connection or stream keeps one */
+/* Idle keep-alive connections are closed after this. undici (Node's fetch) reuses a connection
+ * only when the server promises more than 2 s. */
+#define API_KEEPALIVE_MS 5000
 
 struct catalog;
 
