@@ -1257,6 +1257,152 @@ START_TEST(test_mcp_request_in_batch)
 }
 END_TEST
 
+/* ---- interest: what clients want to hear ---- */
+
+static struct {
+    char log[2048]; /* "+uri;" "-uri;" "L<level>;" in order */
+    bool refuse;
+} in_rec;
+
+static int rec_subscribe(void *arg, const char *uri, struct errinfo *err)
+{
+    size_t n = strlen(in_rec.log);
+
+    (void)arg;
+    if (in_rec.refuse) {
+        errinfo_set(err, ERR_INVALID, "%s names no resource here", uri);
+        return -1;
+    }
+    snprintf(in_rec.log + n, sizeof(in_rec.log) - n, "+%s;", uri);
+    return 0;
+}
+
+static void rec_unsubscribe(void *arg, const char *uri)
+{
+    size_t n = strlen(in_rec.log);
+
+    (void)arg;
+    snprintf(in_rec.log + n, sizeof(in_rec.log) - n, "-%s;", uri);
+}
+
+static void rec_level(void *arg, struct mcp_session *x, int level)
+{
+    size_t n = strlen(in_rec.log);
+
+    (void)arg;
+    ck_assert_ptr_eq(x, s);
+    snprintf(in_rec.log + n, sizeof(in_rec.log) - n, "L%d;", level);
+}
+
+static void setup_interest(void)
+{
+    const struct mcp_interest in = {
+        .subscribe = rec_subscribe, .unsubscribe = rec_unsubscribe, .log_level = rec_level};
+    struct mcp_server_info si = info;
+
+    memset(&fk, 0, sizeof(fk));
+    memset(&in_rec, 0, sizeof(in_rec));
+    si.notifies |= MCP_NOTIFY_UPDATES;
+    srv = make_server(&si, true);
+    ck_assert_int_eq(mcp_server_set_interest(srv, &in, NULL), 0);
+    s = mcp_session_new(srv, &fake_transport, &fk, 0, NULL);
+    ck_assert_ptr_nonnull(s);
+    init();
+}
+
+START_TEST(test_mcp_interest_subscriptions_balance)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/subscribe\",\"params\":"
+         "{\"uri\":\"file:///a\"}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\",\"params\":"
+         "{\"uri\":\"file:///a\"}}"); /* again: no second count */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/subscribe\",\"params\":"
+         "{\"uri\":\"file:///b\"}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/unsubscribe\",\"params\":"
+         "{\"uri\":\"file:///a\"}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/unsubscribe\",\"params\":"
+         "{\"uri\":\"file:///zzz\"}}"); /* never subscribed: nothing */
+    ck_assert_str_eq(in_rec.log, "+file:///a;+file:///b;-file:///a;");
+    mcp_session_close(s);
+    s = NULL;
+    ck_assert_str_eq(in_rec.log, "+file:///a;+file:///b;-file:///a;-file:///b;");
+}
+END_TEST
+
+START_TEST(test_mcp_interest_refusal_is_invalid_params)
+{
+    in_rec.refuse = true;
+    feed("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/subscribe\",\"params\":"
+         "{\"uri\":\"https://x/\"}}");
+    assert_error(last(), MCP_INVALID_PARAMS, 7, "https://x/ names no resource here");
+    in_rec.refuse = false;
+    /* A refused subscription is not kept: unsubscribing it tells the embedder nothing. */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/unsubscribe\",\"params\":"
+         "{\"uri\":\"https://x/\"}}");
+    ck_assert_str_eq(in_rec.log, "");
+}
+END_TEST
+
+START_TEST(test_mcp_interest_log_level_and_close)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\",\"params\":"
+         "{\"level\":\"warning\"}}");
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"logging/setLevel\",\"params\":"
+         "{\"level\":\"warning\"}}"); /* the same: not told twice */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"logging/setLevel\",\"params\":"
+         "{\"level\":\"debug\"}}");
+    ck_assert_str_eq(in_rec.log, "L3;L0;");
+    mcp_session_close(s);
+    s = NULL;
+    ck_assert_str_eq(in_rec.log, "L3;L0;L-1;");
+}
+END_TEST
+
+START_TEST(test_mcp_server_log_reaches_only_sessions_that_asked)
+{
+    mcp_server_log(srv, MCP_LOG_ERROR, "exec", cJSON_CreateString("before"));
+    ck_assert_uint_eq(fk.nsent, 0); /* no level set: nothing */
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\",\"params\":"
+         "{\"level\":\"warning\"}}");
+    clear_sent();
+    mcp_server_log(srv, MCP_LOG_INFO, "exec", cJSON_CreateString("quiet"));
+    mcp_server_log(srv, MCP_LOG_ERROR, "exec", cJSON_CreateString("loud"));
+    ck_assert_uint_eq(fk.nsent, 1);
+    ck_assert_str_eq(get(last(), "method")->valuestring, "notifications/message");
+    ck_assert_str_eq(get(get(last(), "params"), "data")->valuestring, "loud");
+    ck_assert_str_eq(get(get(last(), "params"), "level")->valuestring, "error");
+    ck_assert_int_eq(fk.routes[0].kind, MCP_ROUTE_SESSION);
+}
+END_TEST
+
+START_TEST(test_mcp_interest_listen_subscribes_and_ends)
+{
+    feed("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"subscriptions/listen\",\"params\":{"
+         "\"notifications\":{\"resourceSubscriptions\":[\"file:///x\",\"file:///y\"]},"
+         "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+         "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
+    ck_assert_str_eq(in_rec.log, "+file:///x;+file:///y;");
+    mcp_server_notify_resource_updated(srv, "file:///y");
+    ck_assert_str_eq(get(last(), "method")->valuestring, "notifications/resources/updated");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+         "{\"requestId\":9}}");
+    ck_assert_str_eq(in_rec.log, "+file:///x;+file:///y;-file:///x;-file:///y;");
+}
+END_TEST
+
+START_TEST(test_mcp_interest_listen_refused_unwinds)
+{
+    in_rec.refuse = true;
+    feed("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"subscriptions/listen\",\"params\":{"
+         "\"notifications\":{\"resourceSubscriptions\":[\"file:///x\"]},"
+         "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+         "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
+    assert_error(last(), MCP_INVALID_PARAMS, 9,
+                 "resourceSubscriptions: file:///x names no resource");
+    ck_assert_str_eq(in_rec.log, "");
+}
+END_TEST
+
 static Suite *mcp_suite(void)
 {
     Suite *su = suite_create("mcp");
@@ -1362,6 +1508,17 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_request_finished_later_and_failed);
     tcase_add_test(tc, test_mcp_request_cancelled);
     tcase_add_test(tc, test_mcp_request_in_batch);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("interest");
+    tcase_add_unchecked_fixture(tc, setup_catalog, teardown_catalog);
+    tcase_add_checked_fixture(tc, setup_interest, teardown);
+    tcase_add_test(tc, test_mcp_interest_subscriptions_balance);
+    tcase_add_test(tc, test_mcp_interest_refusal_is_invalid_params);
+    tcase_add_test(tc, test_mcp_interest_log_level_and_close);
+    tcase_add_test(tc, test_mcp_server_log_reaches_only_sessions_that_asked);
+    tcase_add_test(tc, test_mcp_interest_listen_subscribes_and_ends);
+    tcase_add_test(tc, test_mcp_interest_listen_refused_unwinds);
     suite_add_tcase(su, tc);
     return su;
 }
