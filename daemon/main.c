@@ -36,6 +36,7 @@
 #include "portfwd.h"
 #include "privdrop.h"
 #include "proc.h"
+#include "resources.h"
 #include "strfmt.h"
 #include "tools.h"
 #include "vfs.h"
@@ -247,10 +248,14 @@ static struct catalog *probe_tools(struct hosttools *ht)
     return own;
 }
 
-/* The sandboxes' network services, joined to the exec engine's hooks. */
+/* The services that hear of every run starting and ending, joined to the exec engine's
+ * hooks: the sandboxes' network (egress, port forwards) and the resource watches (the process
+ * list changed; the run may have made or removed files). */
 struct netglue {
     struct egress *egress;
     struct portfwd *portfwd;
+    struct events *events;
+    struct watch *watch;
 };
 
 static void net_started(void *ctx, uint64_t run, int listen_fd, int agent_fd)
@@ -265,6 +270,7 @@ static void net_started(void *ctx, uint64_t run, int listen_fd, int agent_fd)
         portfwd_attach(g->portfwd, run, agent_fd);
     else if (agent_fd >= 0)
         close(agent_fd);
+    events_publish_resource_updated(g->events, RESOURCES_URI_PROCESSES);
 }
 
 static void net_ended(void *ctx, uint64_t run)
@@ -275,6 +281,8 @@ static void net_ended(void *ctx, uint64_t run)
         egress_detach(g->egress, run);
     if (g->portfwd)
         portfwd_detach(g->portfwd, run);
+    events_publish_resource_updated(g->events, RESOURCES_URI_PROCESSES);
+    watch_resources_changed(g->watch);
 }
 
 static size_t net_env(void *ctx, struct exec_env *out, size_t max)
@@ -379,6 +387,8 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     if (tools.events)
         console_set_listener(console, publish_console, tools.events);
     tools.watch = tools.events ? watch_new(tools.events, v, &err) : NULL;
+    net.events = tools.events;
+    net.watch = tools.watch;
     tools.proc = tools.watch && (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
                      ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
                      : NULL;

@@ -9,6 +9,7 @@
 #include "checkpoint.h"
 #include "proc.h"
 #include "strfmt.h"
+#include "watch.h"
 
 static int need_store(const struct tools_ctx *ctx, struct errinfo *err)
 {
@@ -146,6 +147,7 @@ int tools_restore_checkpoint(const struct tools_ctx *ctx, struct call *call, con
     if (need_store(ctx, err) < 0 ||
         checkpoint_restore(ctx->checkpoints, id->valuestring, &j, err) < 0)
         return -1;
+    watch_resources_changed(ctx->watch); /* files came back or went away */
     run = running(ctx);
     cJSON_ArrayForEach(p, run)
     {

@@ -16,7 +16,6 @@
 #include "exec.h"
 #include "proc.h"
 #include "vfs.h"
-#include "watch.h"
 
 const char *tools_workspace_alias(const char *path)
 {
@@ -183,7 +182,6 @@ static int run_foreground(const struct tools_ctx *ctx, struct call *call, struct
         events_flush(ctx->events); /* the run's last lines reach the log before the answer */
     call_unfollow_run(call);
     call_off_cancel(call);
-    watch_resources_changed(ctx->watch); /* the run may have made or removed files */
     if (rc == 0 && res->o.cancelled) {
         errinfo_set(err, ERR_CANCELLED, "exec was cancelled; process %" PRIu64 " was killed",
                     res->o.pid);

@@ -35,7 +35,7 @@ function collect(client, schema) {
   client.setNotificationHandler(schema, (n) => { got.push(n); if (wake) wake(); });
   return {
     got,
-    async until(pred, what, timeoutMs = 20000) {
+    async until(pred, what, timeoutMs = 60000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const hit = got.find(pred);
@@ -103,7 +103,7 @@ test('resources/subscribe: an exec run that rewrites the file is told', async ()
   await daemon.call('write_file', { path: '/e2e/watched.txt', content: 'a' });
   await client.subscribeResource({ uri: 'file:///e2e/watched.txt' });
   // The subscription reaches runboxd on runbox's next turn; a later write is always seen.
-  await waitStreamWithUri(daemon, 'file:///e2e/watched.txt');
+  await waitStreamWithUri(daemon);
   await client.callTool({ name: 'exec', arguments: { command: 'echo b > /workspace/e2e/watched.txt' } });
   await updates.until((x) => x.params.uri === 'file:///e2e/watched.txt', 'resources/updated');
   await assert.rejects(client.subscribeResource({ uri: 'https://example.com/' }),
@@ -111,26 +111,25 @@ test('resources/subscribe: an exec run that rewrites the file is told', async ()
   await client.close();
 });
 
-// /health says how many resources runboxd watches: the subscription is in place once it counts.
-async function waitStreamWithUri(d, uri) {
-  for (let i = 0; i < 200; i++) {
-    const h = await d.get('/health');
-    if (h.body.watches >= 1) return;
+// /health says how many resources runboxd watches: the subscription is in place once it counts
+// (waits as long as it takes; ctest's timeout bounds it).
+async function waitStreamWithUri(d) {
+  while ((await d.get('/health')).body.watches < 1) await new Promise((r) => setTimeout(r, 50));
+}
+
+// runbox's event stream is open once /health counts a stream.
+async function waitEventStream(d) {
+  while ((await d.get('/health')).body.calls.stream.in_use < 1)
     await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`runboxd never watched ${uri}`);
 }
 
 test('a client that listed resources hears notifications/resources/list_changed', async () => {
   const client = await sdkClient();
   const changes = collect(client, ResourceListChangedNotificationSchema);
   await client.listResources();
-  await new Promise((r) => setTimeout(r, 300)); // runbox opens its event stream after the list
-  for (let i = 0; i < 50 && changes.got.length === 0; i++) {
-    await daemon.call('write_file', { path: `/e2e/new-${Date.now()}-${i}.txt`, content: 'x' });
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.ok(changes.got.length >= 1, 'list_changed arrived');
+  await waitEventStream(daemon); // runbox opens its event stream after the list
+  await daemon.call('write_file', { path: `/e2e/new-${Date.now()}.txt`, content: 'x' });
+  await changes.until(() => true, 'resources/list_changed', 120000);
   await client.close();
 });
 

@@ -208,7 +208,7 @@ function collect(client, schema) {
   });
   return {
     got,
-    async until(pred, timeoutMs = 20000) {
+    async until(pred, timeoutMs = 60000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const hit = got.find(pred);
@@ -347,4 +347,29 @@ test('/events?since_ts=T replays the entries written at or after T', async () =>
   const bad = await d.get('/events?since_ts=yesterday');
   assert.equal(bad.status, 400);
   assert.match(bad.body.error, /since_ts=yesterday: expected a time in ms since the epoch/);
+});
+
+test('/events?uri=runbox://process/list: a run starting and ending is told', async () => {
+  const s = await openSse(d.port, '/events?console=none&uri=' + encodeURIComponent('runbox://process/list'));
+  await s.next((e) => e.event === 'ready');
+  const r = await exec('echo processes', { background: true });
+  assert.equal(r.body.ok, true);
+  await s.next((e) => e.event === 'resource_updated' && e.json.uri === 'runbox://process/list');
+  s.close();
+});
+
+test('/events?uri=runbox://console/logs: a console entry is told', async () => {
+  const s = await openSse(d.port, '/events?console=none&uri=' + encodeURIComponent('runbox://console/logs'));
+  await s.next((e) => e.event === 'ready');
+  await exec('echo console-resource');
+  await s.next((e) => e.event === 'resource_updated' && e.json.uri === 'runbox://console/logs');
+  s.close();
+});
+
+test('/events: a background run that makes a file changes the resources list when it ends', async () => {
+  const s = await openSse(d.port, '/events?console=none');
+  await s.next((e) => e.event === 'ready');
+  await exec(`sleep 0.3; touch /workspace/bg-${Date.now()}`, { background: true });
+  await s.next((e) => e.event === 'list_changed');
+  s.close();
 });

@@ -8,7 +8,7 @@
 //
 // next() resolves with the first event (seen already or still to come) that the predicate
 // accepts and that no earlier next() took; it rejects when the stream ends first, or after
-// timeoutMs (default 20 s) with the events seen, so a failure says what did arrive.
+// timeoutMs (default 60 s) with the events seen, so a failure says what did arrive.
 import http from 'node:http';
 
 export function openSse(port, urlPath, { method = 'GET', headers = {}, body } = {}) {
@@ -27,7 +27,7 @@ export function openSse(port, urlPath, { method = 'GET', headers = {}, body } = 
         taken: new Set(),
         waiters: [],
         close() { req.destroy(); res.destroy(); },
-        next(pred = () => true, timeoutMs = 20000) {
+        next(pred = () => true, timeoutMs = 60000) {
           const found = s.events.findIndex((e, i) => !s.taken.has(i) && pred(e));
           if (found >= 0) {
             s.taken.add(found);
