@@ -148,7 +148,7 @@ void mcp__call_send(struct mcp_call *c, const char *line, size_t len, enum mcp_r
     pthread_mutex_unlock(&s->mu);
     if (!go)
         return;
-    s->t->send(s->ctx, line, len, &r);
+    mcp__send(s, line, len, &r);
     pthread_mutex_lock(&s->mu);
     c->sending--;
     pthread_cond_broadcast(&s->cond);
@@ -187,7 +187,7 @@ void mcp__call_answer_text(struct mcp_call *c, struct jsonbuf *b)
         if (c->batch)
             mcp__emit(s, c->batch, line, len, &r);
         else
-            s->t->send(s->ctx, line, len, &r);
+            mcp__send(s, line, len, &r);
     }
     if (go) {
         pthread_mutex_lock(&s->mu);

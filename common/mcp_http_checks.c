@@ -57,9 +57,12 @@ bool mcp_http_host_ok(const char *host, int port, const char *bind)
         return false;
     if (!colon)
         return true;
+    /* The port is decimal digits only (RFC 3986): strtol alone would take " 7766" or "+7766". */
+    if (colon[1] < '0' || colon[1] > '9')
+        return false;
     errno = 0;
     p = strtol(colon + 1, &end, 10);
-    return colon[1] && !errno && !*end && p == port;
+    return !errno && !*end && p == port;
 }
 
 bool mcp_http_origin_ok(const char *origin, int port, const char *bind)

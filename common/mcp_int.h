@@ -243,6 +243,11 @@ void mcp_calls_remove(struct mcp_calls *t, struct mcp_call *c);
 
 /* ---- answering (mcp_session.c) ---- */
 
+/* Hands one message to the transport: every send goes through here. Bytes that are not UTF-8
+ * (a client's bytes quoted in an error, a handler's text) become U+FFFD on the way, so every
+ * byte a client receives is UTF-8; JSON's structure is ASCII and stays as it is. */
+void mcp__send(struct mcp_session *s, const char *json, size_t len, const struct mcp_route *route);
+
 /* Delivers json (len bytes) with this route, or adds it to the batch being answered. Takes and
  * drops no engine lock; the caller holds none. */
 void mcp__emit(struct mcp_session *s, struct batch *batch, const char *json, size_t len,

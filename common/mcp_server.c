@@ -796,7 +796,7 @@ static void deliver_note(struct mcp_session *s, const struct note *n)
         struct mcp_route r = {.kind = MCP_ROUTE_SESSION};
 
         if (line)
-            s->t->send(s->ctx, line, strlen(line), &r);
+            mcp__send(s, line, strlen(line), &r);
         free(line);
     }
     for (size_t i = 0; i < nt; i++) {
@@ -806,7 +806,7 @@ static void deliver_note(struct mcp_session *s, const struct note *n)
             .kind = MCP_ROUTE_LISTEN, .id = c->id_text, .id_len = c->id_len, .origin = c->origin};
 
         if (line)
-            s->t->send(s->ctx, line, strlen(line), &r);
+            mcp__send(s, line, strlen(line), &r);
         free(line);
         pthread_mutex_lock(&s->mu);
         c->sending--;

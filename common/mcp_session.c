@@ -20,12 +20,14 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jsonrpc.h"
 #include "log.h"
+#include "utf8.h"
 
 #define MCP_BATCH_VERSION "2025-03-26"
 
@@ -64,6 +66,25 @@ void mcp__put_id(struct jsonbuf *b, const cJSON *id)
         jsonbuf_put(b, "null", 4, NULL);
 }
 
+void mcp__send(struct mcp_session *s, const char *json, size_t len, const struct mcp_route *route)
+{
+    char *clean;
+    size_t w = 0;
+
+    if (utf8_valid_prefix(json, len) == len) {
+        s->t->send(s->ctx, json, len, route);
+        return;
+    }
+    clean = len <= SIZE_MAX / 3 ? malloc(3 * len) : NULL;
+    if (!clean) {
+        log_error("mcp: out of memory making a message UTF-8; not sent");
+        return;
+    }
+    utf8_sanitize(clean, 3 * len, json, len, false, &w);
+    s->t->send(s->ctx, clean, w, route);
+    free(clean);
+}
+
 void mcp__emit(struct mcp_session *s, struct batch *batch, const char *json, size_t len,
                const struct mcp_route *route)
 {
@@ -80,7 +101,7 @@ void mcp__emit(struct mcp_session *s, struct batch *batch, const char *json, siz
         return;
     }
     pthread_mutex_unlock(&s->mu);
-    s->t->send(s->ctx, json, len, route);
+    mcp__send(s, json, len, route);
 }
 
 /* Sends a response line for id (the route computed from it). */
@@ -102,14 +123,19 @@ static void emit_response(struct mcp_session *s, struct batch *batch, void *orig
 void mcp__reply_error(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
                       int code, cJSON *data, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[512], clean[3 * sizeof(msg)];
+    size_t w = 0;
     char *line;
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    line = jsonrpc_build_error(id, code, msg, data);
+    /* The message may quote the client's bytes (a method name, a tool name): every byte we send
+     * is UTF-8, so invalid ones become U+FFFD, and a character vsnprintf cut is dropped. */
+    utf8_sanitize(clean, sizeof(clean) - 1, msg, utf8_cut(msg, strlen(msg)), false, &w);
+    clean[w] = '\0';
+    line = jsonrpc_build_error(id, code, clean, data);
     if (!line) {
         log_error("mcp: out of memory building the error \"%s\"", msg);
         return;
@@ -150,7 +176,7 @@ void mcp__batch_release(struct mcp_session *s, struct batch *b)
     if (!done)
         return;
     if (send && line)
-        s->t->send(s->ctx, line, len, &r);
+        mcp__send(s, line, len, &r);
     else if (send)
         mcp__reply_error(s, NULL, b->origin, NULL, MCP_INTERNAL_ERROR, NULL,
                          "internal error: the batch response could not be built (out of memory or "

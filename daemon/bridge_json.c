@@ -178,6 +178,11 @@ static void scan_string_char(struct bridge_idscan *s, char ch)
 
 static void scan_outside_char(struct bridge_idscan *s, char ch)
 {
+    /* The first "id" member's value is not a string: that member decided, and no later "id"
+     * may stand in for it (the parsed body's lookup would find this one too). */
+    if (s->depth == 1 && s->key_is_id && !s->expect_key && !s->id_seen && ch != ':' && ch != '"' &&
+        (unsigned char)ch > ' ') /* cJSON skips every byte up to ' ' as space */
+        s->id_seen = true;
     switch (ch) {
     case '"':
         if (s->depth == 1 && s->expect_key && !s->closed) {

@@ -3,10 +3,14 @@
 #
 #   tests/fuzz/run.sh --seconds N BUILD_DIR [TARGET...]   each target for N seconds (test.sh: 15)
 #   tests/fuzz/run.sh --runs N BUILD_DIR [TARGET...]      each target for N executions
-#   tests/fuzz/run.sh --long                              the long run: every target of
+#   tests/fuzz/run.sh --long [-j N] [--budget S] [TARGET...]
+#                                                         the long run: every target of
 #                                                         build-fuzz/ for 10 000 000 executions,
-#                                                         at nice 19, and the table of
-#                                                         docs/fuzzing.md rewritten
+#                                                         at nice 19, N at a time (default 1),
+#                                                         each stopped after S seconds if given
+#                                                         (the table says which reached 10 M),
+#                                                         and the table of docs/fuzzing.md
+#                                                         rewritten
 #
 # With no TARGET, every fuzz_* libFuzzer binary under BUILD_DIR/tests/fuzz. Each target starts
 # from its seed corpus (tests/fuzz/corpus/<target>/, never written) and a scratch corpus of its
@@ -34,8 +38,22 @@ case ${1:-} in
     exit 2
     ;;
 esac
+parallel=1
 if [ "$long" = 1 ]; then
     shift
+    while :; do
+        case ${1:-} in
+        -j)
+            parallel=${2:?-j needs a number}
+            shift 2
+            ;;
+        --budget)
+            limit+=(-max_total_time="${2:?--budget needs seconds}")
+            shift 2
+            ;;
+        *) break ;;
+        esac
+    done
     build=$root/build-fuzz
 else
     shift 2
@@ -63,15 +81,18 @@ fi
 nice_cmd=()
 [ "$long" = 1 ] && nice_cmd=(nice -n 19)
 mkdir -p "$build/artifacts" "$build/logs"
-bad=0
-rows=()
 t_all=$SECONDS
-for t in "${targets[@]}"; do
+rowdir=$(mktemp -d)
+
+# run_one TARGET: runs it, prints its line, leaves its table row in $rowdir/TARGET (first line:
+# ok or FAIL).
+run_one() {
+    local t=$1 bin work seeds log t0 verdict runs rss cov secs
     bin=$build/tests/fuzz/$t
     if [ ! -x "$bin" ]; then
         echo "FAIL $t: no executable $bin"
-        bad=1
-        continue
+        printf 'FAIL\n| `%s` | - | - | - | not built |\n' "$t" >"$rowdir/$t"
+        return
     fi
     work=$build/corpus/$t
     mkdir -p "$work"
@@ -84,7 +105,6 @@ for t in "${targets[@]}"; do
         verdict=ok
     else
         verdict=FAIL
-        bad=1
     fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
@@ -92,13 +112,34 @@ for t in "${targets[@]}"; do
     secs=$((SECONDS - t0))
     printf '%-4s %-22s %10s runs in %5ss, coverage %5s edges, peak RSS %4s MB\n' "$verdict" "$t" \
         "${runs:-?}" "$secs" "${cov:-?}" "${rss:-?}"
-    rows+=("| \`$t\` | ${runs:-?} | $secs s | ${cov:-?} | $([ "$verdict" = ok ] && echo 0 || echo "**1**") |")
+    local reached=yes
+    [ "${runs:-0}" -ge 10000000 ] || reached="no: stopped at the time budget"
+    printf '%s\n| `%s` | %s | %s | %s s | %s | %s |\n' "$verdict" "$t" "${runs:-?}" "$reached" \
+        "$secs" "${cov:-?}" "$([ "$verdict" = ok ] && echo 0 || echo "**1**")" >"$rowdir/$t"
     if [ "$verdict" != ok ]; then
         echo "     crash inputs: $(ls "$build/artifacts/$t-"* 2>/dev/null | tr '\n' ' ')"
         echo "     end of $log:"
         grep -v '^#[0-9]' "$log" | tail -n 40 | sed 's/^/     | /'
     fi
+}
+
+running=0
+for t in "${targets[@]}"; do
+    if [ "$running" -ge "$parallel" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    run_one "$t" &
+    running=$((running + 1))
 done
+wait
+bad=0
+rows=()
+for t in "${targets[@]}"; do
+    [ "$(head -n 1 "$rowdir/$t")" = ok ] || bad=1
+    rows+=("$(tail -n 1 "$rowdir/$t")")
+done
+rm -rf "$rowdir"
 
 if [ "$long" = 1 ]; then
     doc=$root/docs/fuzzing.md
@@ -106,11 +147,12 @@ if [ "$long" = 1 ]; then
         sed '/^<!-- long-run -->$/q' "$doc"
         echo
         echo "Last long run: $(date -u +%Y-%m-%d), commit $(git -C "$root" rev-parse --short HEAD)," \
-            "\`tests/fuzz/run.sh --long\` at nice 19 on $(nproc) cores shared with other work," \
+            "\`tests/fuzz/run.sh --long -j $parallel ${limit[*]:1}\` at nice 19 on $(nproc) cores shared with other work" \
+            "(load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)," \
             "$(((SECONDS - t_all) / 60)) minutes in all."
         echo
-        echo "| target | executions | time | coverage (edges) | crashes |"
-        echo "|---|---|---|---|---|"
+        echo "| target | executions | 10 M reached | time | coverage (edges) | crashes |"
+        echo "|---|---|---|---|---|---|"
         printf '%s\n' "${rows[@]}"
     } >"$doc.new"
     mv "$doc.new" "$doc"

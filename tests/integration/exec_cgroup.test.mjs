@@ -123,24 +123,37 @@ describe('exec: cgroups', () => {
       await d2.stop();
     }
   });
+});
 
-  test('a live daemon in another pid namespace keeps its cgroup', async (t) => {
-    if (!sb.cgroup.path) return t.skip(`cgroups are off here: ${sb.cgroup.reason}`);
-    // What a runboxd in a container with a pid namespace of its own (and the host's cgroup tree)
-    // leaves beside ours: runboxd-<its pid there>, a pid that names no process here, with the
-    // daemon in the leaf. A sleep stands in for that daemon.
-    const parent = path.dirname(sb.cgroup.path);
+describe('exec: daemons of other pid namespaces', () => {
+  // What a runboxd in a container with a pid namespace of its own (and the host's cgroup tree)
+  // leaves beside ours: runboxd-<its pid there>, a pid that names no process here, with the
+  // daemon in the leaf. A sleep stands in for that daemon. All of it lives in a cgroup of the
+  // test's own, where the daemons it starts make theirs, so no other runboxd on the machine
+  // sweeps it meanwhile.
+  const mount = cgroup2Mount();
+  const why = process.getuid?.() !== 0 ? 'needs root to make the cgroups'
+    : !mount ? 'no cgroup v2 hierarchy is mounted' : null;
+
+  test('a live daemon in another pid namespace keeps its cgroup', { skip: why ?? false }, async (t) => {
+    const parent = path.join(mount, `runbox-test-ns-${process.pid}`);
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-pidns-'));
     let pid = 32000;
     for (; pid > 1000; pid--) {
       try { process.kill(pid, 0); } catch (e) { if (e.code === 'ESRCH') break; }
     }
     const other = path.join(parent, `runboxd-${pid}`);
+    const start = () => startThrough(tmp, `echo $$ > '${parent}/cgroup.procs' || exit 1\n` +
+                                     `exec '${runboxdPath()}' "$@"`);
     mkdirSync(path.join(other, 'daemon'), { recursive: true });
     const standIn = spawn('sleep', ['600'], { stdio: 'ignore' });
     try {
       writeFileSync(path.join(other, 'daemon', 'cgroup.procs'), `${standIn.pid}\n`);
-      const d2 = await startDaemon();
+      const d2 = await start();
       try {
+        const sb = await sandbox(d2);
+        if (!sb.cgroup.path) return t.skip(`cgroups are off here: ${sb.cgroup.reason}`);
+        assert.equal(path.dirname(sb.cgroup.path), parent);
         assert.equal(existsSync(other), true, `${other} was removed by the next start`);
         assert.deepEqual(pidsOf(path.join(other, 'daemon')), [standIn.pid]);
       } finally {
@@ -149,13 +162,21 @@ describe('exec: cgroups', () => {
       // Once that daemon is gone its cgroup is stale, and the next start removes it.
       standIn.kill('SIGKILL');
       await new Promise((r) => standIn.once('exit', r));
-      const d3 = await startDaemon();
+      const d3 = await start();
       await d3.stop();
       assert.equal(existsSync(other), false, `${other} survived after its daemon ended`);
     } finally {
       standIn.kill('SIGKILL');
-      if (existsSync(path.join(other, 'daemon'))) rmdirSync(path.join(other, 'daemon'));
-      if (existsSync(other)) rmdirSync(other);
+      if (existsSync(parent)) {
+        for (const name of readdirSync(parent).filter((n) => n.startsWith('runboxd-'))) {
+          const r = path.join(parent, name);
+          for (const sub of readdirSync(r, { withFileTypes: true }).filter((e) => e.isDirectory()))
+            rmdirSync(path.join(r, sub.name));
+          rmdirSync(r);
+        }
+        rmdirSync(parent);
+      }
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });

@@ -64,6 +64,9 @@ static const struct {
      "\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"}",
      "a"},
     {"{\"id\":\"bad id\",\"id\":\"good\"}", NULL},
+    {"{\"id\":12,\"id\":\"good\"}", NULL},
+    {"{\"id\" : [\"x\"], \"id\":\"good\"}", NULL},
+    {"{\"id\":null,\"ok\":true,\"id\":\"good\"}", NULL},
     /* Only the first top-level value is the result. */
     {"{\"id\":\"a\"}{\"id\":\"b\"}", "a"},
     {"{\"ok\":true}{\"id\":\"b\"}", NULL},

@@ -429,6 +429,19 @@ START_TEST(test_mcp_unknown_method)
 }
 END_TEST
 
+/* An error that quotes the client's bytes is still UTF-8 (found by fuzz_mcp_session). */
+START_TEST(test_mcp_error_quoting_invalid_utf8_is_utf8)
+{
+    init();
+    feed("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"in\xfftialize\"}");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "Method not found: in\xef\xbf\xbdtialize"));
+    ck_assert_ptr_null(strstr(fk.last_text, "\xff"));
+    feed("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"n\xc3x\"}}");
+    ck_assert_ptr_nonnull(strstr(fk.last_text, "Unknown tool: n\xef\xbf\xbdx"));
+}
+END_TEST
+
 START_TEST(test_mcp_notifications_never_answered)
 {
     feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}");
@@ -1426,6 +1439,7 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_ping_answers_empty_object);
     tcase_add_test(tc, test_mcp_set_level);
     tcase_add_test(tc, test_mcp_unknown_method);
+    tcase_add_test(tc, test_mcp_error_quoting_invalid_utf8_is_utf8);
     tcase_add_test(tc, test_mcp_notifications_never_answered);
     tcase_add_test(tc, test_mcp_malformed_json_then_good_message);
     tcase_add_test(tc, test_mcp_too_deep_is_invalid_request);
