@@ -13,7 +13,8 @@
 #    1 and 16 in flight) with its daemon freshly started;
 # 5. times runboxd's search tool against grep -rn / grep -rni (and rg when installed);
 #    then the exec, console/resources, sandbox (issue 10: npm install through the proxy, a GET
-#    through a port forward, checkpoints: sandbox-bench.mjs) and Studio benchmarks;
+#    through a port forward, checkpoints: sandbox-bench.mjs), runbox's memory (RSS, PSS and
+#    private: proxy-mem.mjs) and Studio benchmarks;
 # 6. prints the figures and the ratios against the issue's targets and writes them, with the
 #    machine and versions, to docs/performance.md.
 # This is a benchmark, not a test: nothing here fails because a number is slow.
@@ -389,6 +390,11 @@ if [[ "$SKIP_EXTRA" != 1 ]]; then
   RUNBOXD="$RUNBOXD" node "$HERE/sandbox-bench.mjs" >"$RESULTS_DIR/sandbox.txt" 2>&1 ||
     log "sandbox benchmark failed: $(tail -c 600 "$RESULTS_DIR/sandbox.txt")"
   grep '^{' "$RESULTS_DIR/sandbox.txt" >>"$EXTRA_OUT" || true
+  wait_quiet
+  log "runbox's memory: RSS, PSS and private after serving calls (machine ${QUIET_SEEN}% busy before)"
+  RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/proxy-mem.mjs" >"$RESULTS_DIR/proxy-mem.txt" 2>&1 ||
+    log "proxy memory benchmark failed: $(tail -c 600 "$RESULTS_DIR/proxy-mem.txt")"
+  grep '^{' "$RESULTS_DIR/proxy-mem.txt" >>"$EXTRA_OUT" || true
   if [[ -f "$HERE/studio-bench.mjs" ]]; then
     wait_quiet
     log "Studio round trip with a fake plugin (machine ${QUIET_SEEN}% busy before)"
