@@ -567,8 +567,27 @@ static bool is_json_type(const char *ctype)
     return !*ctype || *ctype == ';';
 }
 
-/* Reads the body (at most max bytes) into an owned NUL-terminated buffer. Answers and returns
- * the status on failure, else 0. */
+/* True when the client waits for "100 Continue" before it sends the body (curl does for bodies
+ * over 1 MiB, and waits a second for it otherwise): civetweb sends it only for its own uploads. */
+static bool expects_continue(const struct mg_connection *conn)
+{
+    const char *expect = mg_get_header(conn, "Expect");
+    const char *version = mg_get_request_info(conn)->http_version;
+
+    return expect && strcasecmp(expect, "100-continue") == 0 && version &&
+           strcmp(version, "1.1") == 0;
+}
+
+static int body_too_large(struct mg_connection *conn, size_t max)
+{
+    return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
+                      "the request body is over the limit of %zu bytes", max);
+}
+
+/* Reads the body (at most max bytes, Content-Length or chunked) into an owned NUL-terminated
+ * buffer. Answers and returns the status on failure, else 0. A chunked body is read into a
+ * buffer of at most max + 2 bytes: one byte past the limit tells an over-long body apart from
+ * one of exactly max bytes. */
 static int read_body(struct mg_connection *conn, size_t max, char **out, size_t *outlen)
 {
     const struct mg_request_info *ri = mg_get_request_info(conn);
@@ -579,6 +598,10 @@ static int read_body(struct mg_connection *conn, size_t max, char **out, size_t 
     if (clen > (long long)max)
         return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
                           "the request body is %lld bytes, over the limit of %zu bytes", clen, max);
+    if (cap > max + 2)
+        cap = max + 2;
+    if (expects_continue(conn))
+        mg_write(conn, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     buf = malloc(cap);
     if (!buf)
         return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "out of memory for the body");
@@ -587,27 +610,31 @@ static int read_body(struct mg_connection *conn, size_t max, char **out, size_t 
 
         if (len + 1 == cap) {
             char *nb;
+            size_t ncap = cap * 2 > max + 2 ? max + 2 : cap * 2;
 
             if (clen >= 0)
                 break;
-            if (cap > max) {
+            if (len > max) {
                 free(buf);
-                return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
-                                  "the request body is over the limit of %zu bytes", max);
+                return body_too_large(conn, max);
             }
-            nb = realloc(buf, cap * 2);
+            nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
                 return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL,
                                   "out of memory for the body");
             }
             buf = nb;
-            cap *= 2;
+            cap = ncap;
         }
         n = mg_read(conn, buf + len, cap - 1 - len);
         if (n <= 0)
             break;
         len += (size_t)n;
+    }
+    if (len > max) {
+        free(buf);
+        return body_too_large(conn, max);
     }
     if (clen >= 0 && len != (size_t)clen) {
         free(buf);
