@@ -17,7 +17,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
 
-import { request } from './daemon.mjs';
+import { request, runboxdPath } from './daemon.mjs';
 
 export const TRANSPORTS = ['http', 'sse', 'ws'];
 
@@ -242,6 +242,17 @@ export class WsClient {
 }
 
 // ---- the daemon's process ----
+
+// True when runboxd was built with a sanitizer: its memory figures then say nothing (ASan keeps
+// freed memory in quarantine), so memory assertions are skipped (the figures still print).
+let sanitized;
+export function isSanitized() {
+  if (sanitized === undefined) {
+    const bin = readFileSync(runboxdPath());
+    sanitized = bin.includes('__asan_init') || bin.includes('__tsan_init');
+  }
+  return sanitized;
+}
 
 // Resident and peak memory of a process, from /proc (KiB).
 export function memoryOf(pid) {
