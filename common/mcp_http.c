@@ -273,8 +273,19 @@ static void on_client_gone(void *arg)
 static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
 {
     int keepalive = h->opt.keepalive_ms;
-    int64_t next_ping = mcp_http__now_ms() + keepalive;
-    int watch = h->opt.watch ? h->opt.watch(h->opt.ctx, st->conn, on_client_gone, st) : -1;
+    int64_t next_ping;
+    int watch;
+    bool over;
+
+    /* A request answered while it was handled (every quick tool) is over: no watching of its
+     * connection (the embedder's watch may cost a scan of the open descriptors), no listing. */
+    pthread_mutex_lock(&st->mu);
+    over = !long_lived && !st->head && (st->done || st->dead);
+    pthread_mutex_unlock(&st->mu);
+    if (over)
+        return;
+    next_ping = mcp_http__now_ms() + keepalive;
+    watch = h->opt.watch ? h->opt.watch(h->opt.ctx, st->conn, on_client_gone, st) : -1;
 
     pthread_mutex_lock(&h->mu);
     st->next_open = h->open;
