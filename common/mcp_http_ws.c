@@ -2,9 +2,12 @@
  * JSON-RPC message per text frame, one session per connection.
  *
  * DESIGN: civetweb's worker reads the connection and calls the data handler for each frame;
- * that thread feeds the engine. Messages to the client are queued and written by a thread of the
- * connection's own, so that nobody sending (a handler answering, a broadcast) waits for a client
- * that does not read; a queue that passes stream_queue_max closes the connection (1008).
+ * that thread (the reader) feeds the engine. Messages from other threads (a long call answering,
+ * a broadcast) are queued and written by a thread of the connection's own, so that nobody
+ * sending waits for a client that does not read; a queue that passes stream_queue_max closes the
+ * connection (1008). A message the reader produces itself (the answer of a quick call) is written
+ * at once when nothing waits or is being written, saving the hand-over to the writer; the reader
+ * may block on its own client, which only delays that client's next frame.
  * Fragmented messages are put together up to body_max. A binary message (one frame or several)
  * is answered with one JSON-RPC error; a message too large closes the connection with 1009, and
  * a fragment out of place (a data frame inside a fragmented message, a continuation outside one)
@@ -37,7 +40,9 @@ struct wsconn {
     char close_frame[32];
     size_t close_len;
     bool writer_started, admitted;
+    unsigned writing; /* messages being written now (by the writer, or the reader directly) */
     pthread_t writer;
+    pthread_t reader; /* civetweb's worker serving the connection */
     enum { FRAG_NONE, FRAG_TEXT, FRAG_SKIP } frag_state; /* a fragmented message under way */
     char *frag; /* the text message being put together (FRAG_TEXT) */
     size_t frag_len;
@@ -87,20 +92,46 @@ static void *writer_main(void *arg)
         if (!w->head)
             w->tail = NULL;
         w->queued -= m->len;
+        w->writing++;
         pthread_mutex_unlock(&w->mu);
         ws_write(w, MG_WEBSOCKET_OPCODE_TEXT, m->text, m->len);
         free(m);
         pthread_mutex_lock(&w->mu);
+        w->writing--;
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
+/* The reader writes its own message at once when nothing is queued or being written (the order
+ * of its messages is kept: an earlier one is either written or still queued). True when it did. */
+static bool reader_writes(struct wsconn *w, const char *json, size_t len)
+{
+    if (!pthread_equal(pthread_self(), w->reader) || w->head || w->writing)
+        return false;
+    w->writing++;
+    pthread_mutex_unlock(&w->mu);
+    ws_write(w, MG_WEBSOCKET_OPCODE_TEXT, json, len);
+    pthread_mutex_lock(&w->mu);
+    w->writing--;
+    pthread_cond_broadcast(&w->cond);
+    return true;
+}
+
 void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
 {
     struct wsconn *w = hs->ws;
-    struct qmsg *m = w ? malloc(sizeof(*m) + len + 1) : NULL;
+    struct qmsg *m;
 
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (w->stop || w->closing || reader_writes(w, json, len)) {
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
+    pthread_mutex_unlock(&w->mu);
+    m = malloc(sizeof(*m) + len + 1);
     if (!m)
         return;
     pthread_mutex_lock(&w->mu);
@@ -185,6 +216,7 @@ static void on_ready(struct mg_connection *conn, void *cbdata)
     if (w) {
         w->h = h;
         w->conn = conn;
+        w->reader = pthread_self();
         pthread_mutex_init(&w->mu, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->admitted = !h->opt.admit || h->opt.admit(h->opt.ctx, &err) == 0;
