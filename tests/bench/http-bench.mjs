@@ -37,6 +37,15 @@ function parseArgs(argv) {
 const opt = parseArgs(process.argv.slice(2));
 const url = new URL(opt.url);
 
+// The CPU time (user + system) the server process used so far, in µs.
+function cpuUs(pid) {
+  if (!pid) return null;
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return ((Number(rest[11]) + Number(rest[12])) * 1e6) / CLK_TCK;
+}
+const CLK_TCK = 100;
+
 function rssKiB(pid) {
   if (!pid) return null;
   const m = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -194,42 +203,90 @@ function httpClient(connections) {
 
 // ---- WebSocket ----
 
+// A WebSocket client written by hand like the HTTP one (Node's own WebSocket costs more per
+// message than the server does): the upgrade, then text frames with a zero masking key (allowed
+// by RFC 6455; a benchmark needs no unpredictable key), and the server's unmasked frames parsed.
 function wsClient() {
   const pending = new Map();
-  let ws;
-  return {
+  let sock;
+  let buf = Buffer.alloc(0);
+  const onFrames = () => {
+    for (;;) {
+      if (buf.length < 2) return;
+      let len = buf[1] & 127;
+      let off = 2;
+      if (len === 126) {
+        if (buf.length < 4) return;
+        len = buf.readUInt16BE(2);
+        off = 4;
+      } else if (len === 127) {
+        if (buf.length < 10) return;
+        len = Number(buf.readBigUInt64BE(2));
+        off = 10;
+      }
+      if (buf.length < off + len) return;
+      if ((buf[0] & 15) === 1) {
+        const m = JSON.parse(buf.subarray(off, off + len).toString('utf8'));
+        const p = pending.get(m.id);
+        if (p) {
+          pending.delete(m.id);
+          p(m);
+        }
+      }
+      buf = buf.subarray(off + len);
+    }
+  };
+  const frame = (text) => {
+    const data = Buffer.from(text);
+    const n = data.length;
+    const head = n < 126 ? Buffer.from([0x81, 0x80 | n, 0, 0, 0, 0])
+      : n < 65536 ? Buffer.from([0x81, 0x80 | 126, n >> 8, n & 255, 0, 0, 0, 0])
+        : (() => { const h = Buffer.alloc(14); h[0] = 0x81; h[1] = 0x80 | 127;
+                   h.writeBigUInt64BE(BigInt(n), 2); return h; })();
+    return Buffer.concat([head, data]);
+  };
+  const client = {
     open() {
       return new Promise((resolve, reject) => {
-        ws = new WebSocket(url, 'mcp');
-        ws.onerror = (e) => reject(e.error || new Error('WebSocket error'));
-        ws.onmessage = (ev) => {
-          const m = JSON.parse(ev.data);
-          const p = pending.get(m.id);
-          if (p) {
-            pending.delete(m.id);
-            p(m);
+        sock = net.connect(Number(url.port), url.hostname, () => {
+          sock.setNoDelay(true);
+          sock.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\n` +
+                     'Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' +
+                     'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n\r\n');
+        });
+        sock.on('error', reject);
+        let upgraded = false;
+        sock.on('data', async (c) => {
+          buf = buf.length ? Buffer.concat([buf, c]) : c;
+          if (!upgraded) {
+            const end = buf.indexOf('\r\n\r\n');
+            if (end < 0) return;
+            if (!/^HTTP\/1\.1 101/.test(buf.toString('latin1', 0, 12)))
+              return reject(new Error(`upgrade refused: ${buf.toString('latin1', 0, end)}`));
+            upgraded = true;
+            buf = buf.subarray(end + 4);
+            const r = await client.call({ jsonrpc: '2.0', id: 0, method: 'initialize',
+                                          params: { protocolVersion: '2025-11-25', capabilities: {},
+                                                    clientInfo: { name: 'http-bench', version: '1' } } });
+            sock.write(frame(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })));
+            resolve(r);
           }
-        };
-        ws.onopen = async () => {
-          const r = await this.call({ jsonrpc: '2.0', id: 0, method: 'initialize',
-                                      params: { protocolVersion: '2025-11-25', capabilities: {},
-                                                clientInfo: { name: 'http-bench', version: '1' } } });
-          ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
-          resolve(r);
-        };
+          onFrames();
+        });
       });
     },
     call(msg) {
       return new Promise((resolve) => {
         pending.set(msg.id, resolve);
-        ws.send(JSON.stringify(msg));
+        sock.write(frame(JSON.stringify(msg)));
       });
     },
     close() {
-      ws.close();
+      sock.end(Buffer.from([0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8]));
       return Promise.resolve();
     },
   };
+  return client;
 }
 
 // ---- measuring ----
@@ -248,6 +305,7 @@ async function phase(client, inflight, calls, nextId) {
   const lat = [];
   let issued = 0;
   const t0 = process.hrtime.bigint();
+  const cpu0 = cpuUs(opt.pid);
   const worker = async () => {
     while (issued < calls) {
       issued++;
@@ -261,10 +319,12 @@ async function phase(client, inflight, calls, nextId) {
   };
   await Promise.all(Array.from({ length: inflight }, worker));
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = opt.pid ? (cpuUs(opt.pid) - cpu0) / calls : null;
   lat.sort((a, b) => a - b);
   const r = (x) => Math.round(x * 1000) / 1000;
   return { inflight, calls, p50_ms: r(pct(lat, 50)), p90_ms: r(pct(lat, 90)),
-           p99_ms: r(pct(lat, 99)), max_ms: r(lat.at(-1)), calls_per_s: Math.round(calls / secs) };
+           p99_ms: r(pct(lat, 99)), max_ms: r(lat.at(-1)), calls_per_s: Math.round(calls / secs),
+           server_cpu_us_per_call: cpu === null ? null : Math.round(cpu * 10) / 10 };
 }
 
 async function benchCalls() {
