@@ -139,8 +139,12 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     };
     struct call_service_options copt = {.cat = cat ? cat : catalog_builtin(), .tools = &tools};
 
-    /* Every open stream holds a worker: leave 64 for requests. */
-    copt.max[CALL_BUDGET_STREAM] = cfg->http_threads > 128 ? cfg->http_threads - 64 : 64;
+    /* Every open stream holds a worker: leave 64 for requests (24 long calls, 16 Studio polls,
+     * the rest for quick requests and kept-alive connections), or half of a smaller pool. A
+     * budget of 64 streams with fewer workers let streams take every worker, and then no
+     * request was answered at all. */
+    copt.max[CALL_BUDGET_STREAM] =
+        cfg->http_threads > 128 ? cfg->http_threads - 64 : cfg->http_threads / 2;
     struct errinfo err = {0};
     struct api *a = NULL;
     int sig = 0;

@@ -158,3 +158,43 @@ test(`${SESSIONS} sessions with GET streams, ${EXECS} execs and ${POLLS} polls: 
   const stream = (await d.get('/health')).body.calls.stream;
   assert.equal(stream.in_use, 0, JSON.stringify(stream));
 });
+
+test('with few workers (--http-threads 32) streams take at most half; requests still answer', {
+  timeout: 120000 }, async () => {
+  const small = await startDaemon({ workspace: ':memory:', args: ['--http-threads', '32'] });
+  const held = [];
+  try {
+    assert.equal((await small.get('/health')).body.calls.stream.max, 16);
+    const sessions = [];
+    for (let i = 0; i < 17; i++) sessions.push(await mcpSession(small));
+    const open = (s) => new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: small.port, path: '/mcp', agent: false,
+                                 headers: { Accept: 'text/event-stream', 'Mcp-Session-Id': s.id } });
+      req.on('response', (res) => {
+        held.push(req);
+        if (res.statusCode === 200) {
+          res.on('data', () => {});
+          resolve(200);
+          return;
+        }
+        let t = '';
+        res.on('data', (c) => { t += c; });
+        res.on('end', () => resolve({ status: res.statusCode, text: t }));
+      });
+      req.on('error', (e) => (held.includes(req) ? null : reject(e)));
+      req.end();
+    });
+    for (let i = 0; i < 16; i++) assert.equal(await open(sessions[i]), 200, `stream ${i}`);
+    const refused = await open(sessions[16]);
+    assert.equal(refused.status, 503, JSON.stringify(refused));
+    assert.match(JSON.parse(refused.text).error.message, /runboxd is busy: 16 open streams/);
+    // The other 16 workers still serve requests.
+    const r = await small.call('list_dir', { path: '/' });
+    assert.equal(r.body.ok, true);
+    const m = await sessions[16].post({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    assert.equal(m.status, 200, m.text);
+  } finally {
+    for (const req of held) req.destroy();
+    await small.stop();
+  }
+});
