@@ -280,7 +280,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
     /* A request answered while it was handled (every quick tool) is over: no watching of its
      * connection (the embedder's watch may cost a scan of the open descriptors), no listing. */
     pthread_mutex_lock(&st->mu);
-    over = !long_lived && !st->head && (st->done || st->dead);
+    over = !long_lived && !st->head && (st->done || st->dead || st->session_ended);
     pthread_mutex_unlock(&st->mu);
     if (over)
         return;
@@ -290,6 +290,11 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
     pthread_mutex_lock(&h->mu);
     st->next_open = h->open;
     h->open = st;
+    if (st->sess && st->sess->ending) { /* it ended before this stream was listed */
+        pthread_mutex_lock(&st->mu);
+        st->session_ended = true;
+        pthread_mutex_unlock(&st->mu);
+    }
     pthread_mutex_unlock(&h->mu);
     pthread_mutex_lock(&st->mu);
     for (;;) {
@@ -313,7 +318,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
             pthread_mutex_lock(&st->mu);
             continue;
         }
-        if (st->done || st->dead || atomic_load(&h->closing))
+        if (st->done || st->dead || st->session_ended || atomic_load(&h->closing))
             break;
         now = mcp_http__now_ms();
         /* Every SSE stream gets comments while it idles: a client that left shows up as a
@@ -350,9 +355,14 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
     pthread_mutex_unlock(&h->mu);
     if (watch >= 0)
         h->opt.unwatch(h->opt.ctx, watch);
-    /* A stream that ends without its answer: the SSE body still needs its last chunk. */
+    /* A stream that ends without its answer: the SSE body still needs its last chunk; a POST
+     * whose session ended before anything was sent says so. */
     if (st->mode == ST_SSE && !st->done && !st->dead)
         mg_write(st->conn, "0\r\n\r\n", 5);
+    else if (st->mode == ST_UNSTARTED && st->session_ended && !st->dead)
+        http_error(st->conn, 404, -32001, NULL,
+                   "Session not found: the session ended while this request was served (its "
+                   "calls are cancelled)");
 }
 
 /* ---- sessions ---- */
@@ -496,6 +506,8 @@ int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo 
 
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
 {
+    bool now;
+
     pthread_mutex_lock(&h->mu);
     if (hs->listed) {
         for (struct hsess **pp = &h->sessions; *pp; pp = &(*pp)->next)
@@ -508,8 +520,23 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
         if (hs->kind == HS_WS)
             h->nws--;
     }
+    now = hs->busy == 0;
+    if (!now) {
+        /* Requests of it are being served: their streams end now (a POST waiting for a call's
+         * answer, the GET stream), and the last session_put() closes the session. */
+        hs->ending = true;
+        for (struct hstream *st = h->open; st; st = st->next_open) {
+            if (st->sess != hs)
+                continue;
+            pthread_mutex_lock(&st->mu);
+            st->session_ended = true;
+            pthread_cond_broadcast(&st->cond);
+            pthread_mutex_unlock(&st->mu);
+        }
+    }
     pthread_mutex_unlock(&h->mu);
-    mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
+    if (now)
+        mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
 }
 
 /* The listed Streamable session with this id, marked busy; NULL when there is none. */
@@ -532,12 +559,18 @@ static struct hsess *session_get(struct mcp_http *h, const char *id)
     return found;
 }
 
+/* Ends one request's use of hs; hs may be gone once this returns. */
 static void session_put(struct mcp_http *h, struct hsess *hs)
 {
+    bool close;
+
     pthread_mutex_lock(&h->mu);
     hs->busy--;
     hs->last_used_ms = mcp_http__now_ms();
+    close = hs->busy == 0 && hs->ending;
     pthread_mutex_unlock(&h->mu);
+    if (close)
+        mcp_session_close(hs->ms);
 }
 
 /* A legacy /sse session by id (for POST /message); NULL when there is none. */
@@ -877,6 +910,7 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
                               sid);
         }
         listed = true;
+        st.sess = hs;
         if (pv && !legacy_version_ok(pv)) {
             session_put(h, hs);
             free(body);
@@ -901,6 +935,7 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
         hs->busy++;
         pthread_mutex_unlock(&h->mu);
         listed = true;
+        st.sess = hs;
         memcpy(st.session_header, hs->id, sizeof(st.session_header));
     } else {
         /* A modern request, or one with neither a session nor the modern _meta (whose error
@@ -916,10 +951,10 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
     status = serve_post(h, conn, hs, &st, body, len, k.has_request);
     free(body);
     if (listed) {
-        session_put(h, hs);
         /* An initialize the engine refused leaves no session behind. */
         if (k.initialize && !mcp_session_protocol(hs->ms))
             mcp_http__session_end(h, hs);
+        session_put(h, hs); /* hs may be gone after this */
     } else {
         mcp_session_close(hs->ms);
     }
@@ -961,6 +996,7 @@ static int on_get(struct mcp_http *h, struct mg_connection *conn)
         return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
     }
     stream_init(&st, conn, false, h->opt.stream_queue_max);
+    st.sess = hs;
     pthread_mutex_lock(&h->mu);
     h->nstreams++;
     pthread_mutex_unlock(&h->mu);
@@ -993,8 +1029,8 @@ static int on_delete(struct mcp_http *h, struct mg_connection *conn)
     hs = session_get(h, sid);
     if (!hs)
         return http_error(conn, 404, -32001, NULL, "Session not found: no MCP session %.40s", sid);
-    session_put(h, hs);
-    mcp_http__session_end(h, hs);
+    mcp_http__session_end(h, hs); /* its requests being served end now */
+    session_put(h, hs);           /* the last one out closes it */
     write_answer(conn, 200, "application/json", "{}", 2, NULL, NULL);
     return 200;
 }

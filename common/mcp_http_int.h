@@ -42,6 +42,8 @@ struct hstream {
     bool done;           /* the final message was written (the request's answer) */
     bool dead;           /* the client went away or a write failed */
     bool ends_at_answer; /* a POST stream: it ends with its request's answer */
+    bool session_ended;  /* its session ended (DELETE, the /sse stream closed) while it ran */
+    struct hsess *sess;  /* the session it serves, or NULL (h->mu, while in h->open) */
     struct qmsg *head, *tail;
     struct hstream *next_open; /* in h->open (h->mu), while stream_run serves it */
     size_t queued;             /* bytes in the queue */
@@ -62,6 +64,7 @@ struct hsess {
     int64_t last_used_ms;
     unsigned busy; /* requests of it being served now (h->mu) */
     bool listed;   /* in h->sessions */
+    bool ending;   /* ended while busy: the last request served closes it (h->mu) */
     void *ws;      /* HS_WS: the WebSocket connection state (mcp_http_ws.c) */
 };
 
@@ -87,7 +90,9 @@ struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsig
 /* Lists hs (it counts against session_max); -1 with err (503 text) when full. */
 int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err);
 
-/* Unlists and closes hs: the engine session is closed and hs freed once it is gone. */
+/* Unlists and closes hs: the engine session is closed (its calls are cancelled) and hs freed once
+ * it is gone. While requests of hs are being served (busy), their streams end at once and the
+ * close waits for the last of them, which still uses hs. */
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
 
 /* The current time on CLOCK_MONOTONIC, ms. */

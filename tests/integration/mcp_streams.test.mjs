@@ -4,6 +4,7 @@
 // memory stays bounded, its session ends (/message then says 404), and other clients are served
 // the whole time.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 
@@ -94,4 +95,44 @@ test('a /sse client that stops reading is cut off at the queue cap; others are s
   const p = await other.post({ jsonrpc: '2.0', id: 'end', method: 'ping' });
   assert.equal(p.status, 200);
   await until('no streams open', async () => (await d.get('/health')).body.mcp.streams === 0);
+});
+
+test('DELETE while a call of the session runs: the call is cancelled, its POST and GET stream ' +
+     'end at once, and the daemon stays sound', { timeout: 60000 }, async () => {
+  const own = await startDaemon({ workspace: ':memory:' });
+  try {
+    const s = await mcpSession(own);
+    const getEnded = new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: own.port, path: '/mcp', agent: false,
+                                 headers: { Accept: 'text/event-stream', 'Mcp-Session-Id': s.id } },
+                               (res) => {
+                                 assert.equal(res.statusCode, 200);
+                                 res.on('data', () => {});
+                                 res.on('end', () => resolve('ended'));
+                               });
+      req.on('error', reject);
+      req.end();
+    });
+    await until('the GET stream open', async () => (await own.get('/health')).body.mcp.streams === 1);
+    const marker = 'sleep 86398.25';
+    const call = s.post({ jsonrpc: '2.0', id: 'doomed', method: 'tools/call',
+                          params: { name: 'exec', arguments: { command: marker, timeout_ms: 100000 } } });
+    const procs = async () => (await own.call('process_list', {})).body.result.processes
+      .filter((p) => p.command === marker);
+    await until('the run going', async () => (await procs())[0]?.state === 'running');
+    assert.equal((await s.delete()).status, 200);
+    const r = await call;
+    assert.equal(r.status, 404, r.text);
+    assert.match(r.body.error.message, /the session ended while this request was served/);
+    assert.equal(await getEnded, 'ended');
+    await until('the run killed', async () => (await procs())[0]?.state === 'killed');
+    assert.equal((await s.post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status, 404);
+    await until('nothing left', async () => {
+      const m = (await own.get('/health')).body;
+      return m.mcp.sessions === 0 && m.mcp.streams === 0 && m.calls.long.in_use === 0;
+    });
+  } finally {
+    const end = await own.stop();
+    assert.deepEqual(end, { code: 0, signal: null }, own.stderr().slice(-3000));
+  }
 });
