@@ -495,13 +495,45 @@ static void close_list(struct hsess *list)
     }
 }
 
+/* When the table is full (h->mu held): unlists the Streamable session used least recently among
+ * those with no request being served (so no stream open either: a GET stream holds the session
+ * busy) and returns it to close, or NULL when every session is in use. Clients that exit without
+ * DELETE (the TypeScript SDK's close() sends none) would otherwise hold their slot until it
+ * expires, and a client that runs the Inspector's CLI in a loop would fill the table in minutes. */
+static struct hsess *take_least_used(struct mcp_http *h)
+{
+    struct hsess **lru = NULL;
+
+    for (struct hsess **pp = &h->sessions; *pp; pp = &(*pp)->next) {
+        const struct hsess *hs = *pp;
+
+        if (hs->kind == HS_STREAMABLE && !hs->busy && !hs->ending &&
+            (!lru || hs->last_used_ms < (*lru)->last_used_ms))
+            lru = pp;
+    }
+    if (!lru)
+        return NULL;
+    {
+        struct hsess *hs = *lru;
+
+        *lru = hs->next;
+        hs->next = NULL;
+        hs->listed = false;
+        h->nsessions--;
+        return hs;
+    }
+}
+
 int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err)
 {
-    struct hsess *expired;
+    struct hsess *expired, *evicted = NULL;
+    int64_t now = mcp_http__now_ms();
     int rc = 0;
 
     pthread_mutex_lock(&h->mu);
-    expired = take_expired(h, mcp_http__now_ms());
+    expired = take_expired(h, now);
+    if (!h->closing && h->nsessions >= h->opt.session_max)
+        evicted = take_least_used(h);
     if (h->closing || h->nsessions >= h->opt.session_max) {
         errinfo_set(err, ERR_UNAVAILABLE,
                     "the server has %d MCP sessions open, the most it serves (%s); end one (DELETE "
@@ -518,6 +550,13 @@ int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo 
     }
     pthread_mutex_unlock(&h->mu);
     close_list(expired);
+    if (evicted) {
+        log_info("mcp-http: session %s, unused for %lld s and with no stream, was ended to make "
+                 "room for a new one (%d sessions at most: %s)",
+                 evicted->id, (long long)((now - evicted->last_used_ms) / 1000), h->opt.session_max,
+                 h->limit_name);
+        mcp_session_close(evicted->ms);
+    }
     return rc;
 }
 

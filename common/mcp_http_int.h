@@ -87,7 +87,9 @@ struct mcp_http {
 struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsigned mflags,
                                     struct errinfo *err);
 
-/* Lists hs (it counts against session_max); -1 with err (503 text) when full. */
+/* Lists hs (it counts against session_max). When the table is full, the Streamable session used
+ * least recently with no request being served (and so no stream) is ended to make room; -1 with
+ * err (503 text) when every session is in use. */
 int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err);
 
 /* Unlists and closes hs: the engine session is closed (its calls are cancelled) and hs freed once

@@ -198,3 +198,38 @@ test('with few workers (--http-threads 32) streams take at most half; requests s
     await small.stop();
   }
 });
+
+test('at --mcp-sessions, a new session takes the place of the least recently used idle one; ' +
+     'sessions in use are never ended for it', { timeout: 60000 }, async () => {
+  const own = await startDaemon({ workspace: ':memory:', args: ['--mcp-sessions', '4'] });
+  const held = [];
+  try {
+    const s = [];
+    for (let i = 0; i < 4; i++) s.push(await mcpSession(own));
+    for (const x of s.slice(1)) // s[0] is now the least recently used
+      assert.equal((await x.post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status, 200);
+    s.push(await mcpSession(own)); // the fifth: it fits, in s[0]'s place
+    const gone = await s[0].post({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    assert.equal(gone.status, 404, gone.text);
+    for (const x of s.slice(1))
+      assert.equal((await x.post({ jsonrpc: '2.0', id: 3, method: 'ping' })).status, 200);
+    // Now every session holds a GET stream: none may be ended, the next one is refused.
+    for (const x of s.slice(1)) {
+      await new Promise((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: own.port, path: '/mcp', agent: false,
+                                   headers: { Accept: 'text/event-stream', 'Mcp-Session-Id': x.id } },
+                                 (res) => { res.on('data', () => {}); held.push(req); resolve(); });
+        req.on('error', (e) => (held.includes(req) ? null : reject(e)));
+        req.end();
+      });
+    }
+    const full = await mcpPost(own.port, initializeMessage());
+    assert.equal(full.status, 503, full.text);
+    assert.match(full.body.error.message, /4 MCP sessions open.*raise --mcp-sessions/);
+    for (const x of s.slice(1))
+      assert.equal((await x.post({ jsonrpc: '2.0', id: 4, method: 'ping' })).status, 200);
+  } finally {
+    for (const r of held) r.destroy();
+    await own.stop();
+  }
+});
