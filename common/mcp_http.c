@@ -45,6 +45,7 @@
 #define QUEUE_MAX_DEFAULT    ((size_t)8 << 20)
 #define KEEPALIVE_MS_DEFAULT 15000
 #define BODY_CHUNK           ((size_t)64 << 10)
+#define ANSWER_COPY_MAX      ((size_t)64 << 10) /* answers up to this size are sent in one write */
 
 static const char *const legacy_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
                                               "2025-11-25"};
@@ -87,6 +88,22 @@ static int write_answer(struct mg_connection *conn, int status, const char *ctyp
 
     if (n < 0 || (size_t)n >= sizeof(head))
         return -1;
+    /* A small answer leaves in one write: one segment with TCP_NODELAY, one read for the
+     * client (a head and a body written apart are two of each). */
+    if ((size_t)n + len <= ANSWER_COPY_MAX) {
+        char *one = malloc((size_t)n + len);
+
+        if (one) {
+            int rc;
+
+            memcpy(one, head, (size_t)n);
+            if (len)
+                memcpy(one + n, body, len);
+            rc = mg_write(conn, one, (size_t)n + len) > 0 ? 0 : -1;
+            free(one);
+            return rc;
+        }
+    }
     if (mg_write(conn, head, (size_t)n) <= 0 || (len && mg_write(conn, body, len) <= 0))
         return -1;
     return 0;
@@ -287,12 +304,28 @@ static void on_client_gone(void *arg)
 static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
 {
     int keepalive = h->opt.keepalive_ms;
-    int64_t next_ping = mcp_http__now_ms() + keepalive;
-    int watch = h->opt.watch ? h->opt.watch(h->opt.ctx, st->conn, on_client_gone, st) : -1;
+    int64_t next_ping;
+    int watch;
+    bool over;
+
+    /* A request answered while it was handled (every quick tool) is over: no watching of its
+     * connection (the embedder's watch may cost a scan of the open descriptors), no listing. */
+    pthread_mutex_lock(&st->mu);
+    over = !long_lived && !st->head && (st->done || st->dead || st->session_ended);
+    pthread_mutex_unlock(&st->mu);
+    if (over)
+        return;
+    next_ping = mcp_http__now_ms() + keepalive;
+    watch = h->opt.watch ? h->opt.watch(h->opt.ctx, st->conn, on_client_gone, st) : -1;
 
     pthread_mutex_lock(&h->mu);
     st->next_open = h->open;
     h->open = st;
+    if (st->sess && st->sess->ending) { /* it ended before this stream was listed */
+        pthread_mutex_lock(&st->mu);
+        st->session_ended = true;
+        pthread_mutex_unlock(&st->mu);
+    }
     pthread_mutex_unlock(&h->mu);
     pthread_mutex_lock(&st->mu);
     for (;;) {
@@ -316,7 +349,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
             pthread_mutex_lock(&st->mu);
             continue;
         }
-        if (st->done || st->dead || st->ended || atomic_load(&h->closing))
+        if (st->done || st->dead || st->session_ended || atomic_load(&h->closing))
             break;
         now = mcp_http__now_ms();
         /* Every SSE stream gets comments while it idles: a client that left shows up as a
@@ -353,9 +386,14 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
     pthread_mutex_unlock(&h->mu);
     if (watch >= 0)
         h->opt.unwatch(h->opt.ctx, watch);
-    /* A stream that ends without its answer: the SSE body still needs its last chunk. */
+    /* A stream that ends without its answer: the SSE body still needs its last chunk; a POST
+     * whose session ended before anything was sent says so. */
     if (st->mode == ST_SSE && !st->done && !st->dead)
         mg_write(st->conn, "0\r\n\r\n", 5);
+    else if (st->mode == ST_UNSTARTED && st->session_ended && !st->dead)
+        http_error(st->conn, 404, -32001, NULL,
+                   "Session not found: the session ended while this request was served (its "
+                   "calls are cancelled)");
 }
 
 /* ---- sessions ---- */
@@ -471,13 +509,45 @@ static void close_list(struct hsess *list)
     }
 }
 
+/* When the table is full (h->mu held): unlists the Streamable session used least recently among
+ * those with no request being served (so no stream open either: a GET stream holds the session
+ * busy) and returns it to close, or NULL when every session is in use. Clients that exit without
+ * DELETE (the TypeScript SDK's close() sends none) would otherwise hold their slot until it
+ * expires, and a client that runs the Inspector's CLI in a loop would fill the table in minutes. */
+static struct hsess *take_least_used(struct mcp_http *h)
+{
+    struct hsess **lru = NULL;
+
+    for (struct hsess **pp = &h->sessions; *pp; pp = &(*pp)->next) {
+        const struct hsess *hs = *pp;
+
+        if (hs->kind == HS_STREAMABLE && !hs->busy && !hs->ending &&
+            (!lru || hs->last_used_ms < (*lru)->last_used_ms))
+            lru = pp;
+    }
+    if (!lru)
+        return NULL;
+    {
+        struct hsess *hs = *lru;
+
+        *lru = hs->next;
+        hs->next = NULL;
+        hs->listed = false;
+        h->nsessions--;
+        return hs;
+    }
+}
+
 int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err)
 {
-    struct hsess *expired;
+    struct hsess *expired, *evicted = NULL;
+    int64_t now = mcp_http__now_ms();
     int rc = 0;
 
     pthread_mutex_lock(&h->mu);
-    expired = take_expired(h, mcp_http__now_ms());
+    expired = take_expired(h, now);
+    if (!h->closing && h->nsessions >= h->opt.session_max)
+        evicted = take_least_used(h);
     if (h->closing || h->nsessions >= h->opt.session_max) {
         errinfo_set(err, ERR_UNAVAILABLE,
                     "the server has %d MCP sessions open, the most it serves (%s); end one (DELETE "
@@ -494,12 +564,19 @@ int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo 
     }
     pthread_mutex_unlock(&h->mu);
     close_list(expired);
+    if (evicted) {
+        log_info("mcp-http: session %s, unused for %lld s and with no stream, was ended to make "
+                 "room for a new one (%d sessions at most: %s)",
+                 evicted->id, (long long)((now - evicted->last_used_ms) / 1000), h->opt.session_max,
+                 h->limit_name);
+        mcp_session_close(evicted->ms);
+    }
     return rc;
 }
 
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
 {
-    bool close_now;
+    bool now;
 
     pthread_mutex_lock(&h->mu);
     if (hs->listed) {
@@ -513,21 +590,22 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
         if (hs->kind == HS_WS)
             h->nws--;
     }
-    /* A request still being served with hs (its GET stream, a POST) uses hs until it is done:
-     * closing the engine's session now would free hs under it. The last one closes it. */
-    close_now = hs->busy == 0;
-    if (!close_now)
+    now = hs->busy == 0;
+    if (!now) {
+        /* Requests of it are being served: their streams end now (a POST waiting for a call's
+         * answer, the GET stream), and the last session_put() closes the session. */
         hs->ending = true;
-    pthread_mutex_unlock(&h->mu);
-    pthread_mutex_lock(&hs->mu);
-    if (hs->out) { /* the session's stream ends with it */
-        pthread_mutex_lock(&hs->out->mu);
-        hs->out->ended = true;
-        pthread_cond_broadcast(&hs->out->cond);
-        pthread_mutex_unlock(&hs->out->mu);
+        for (struct hstream *st = h->open; st; st = st->next_open) {
+            if (st->sess != hs)
+                continue;
+            pthread_mutex_lock(&st->mu);
+            st->session_ended = true;
+            pthread_cond_broadcast(&st->cond);
+            pthread_mutex_unlock(&st->mu);
+        }
     }
-    pthread_mutex_unlock(&hs->mu);
-    if (close_now)
+    pthread_mutex_unlock(&h->mu);
+    if (now)
         mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
 }
 
@@ -551,8 +629,7 @@ static struct hsess *session_get(struct mcp_http *h, const char *id)
     return found;
 }
 
-/* Ends a request's use of hs; the last one after mcp_http__session_end() closes it, after
- * which hs must not be used. */
+/* Ends one request's use of hs; hs may be gone once this returns. */
 static void session_put(struct mcp_http *h, struct hsess *hs)
 {
     bool close;
@@ -560,10 +637,10 @@ static void session_put(struct mcp_http *h, struct hsess *hs)
     pthread_mutex_lock(&h->mu);
     hs->busy--;
     hs->last_used_ms = mcp_http__now_ms();
-    close = hs->ending && hs->busy == 0;
+    close = hs->busy == 0 && hs->ending;
     pthread_mutex_unlock(&h->mu);
     if (close)
-        mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
+        mcp_session_close(hs->ms);
 }
 
 /* A legacy /sse session by id (for POST /message); NULL when there is none. */
@@ -604,8 +681,27 @@ static bool is_json_type(const char *ctype)
     return !*ctype || *ctype == ';';
 }
 
-/* Reads the body (at most max bytes) into an owned NUL-terminated buffer. Answers and returns
- * the status on failure, else 0. */
+/* True when the client waits for "100 Continue" before it sends the body (curl does for bodies
+ * over 1 MiB, and waits a second for it otherwise): civetweb sends it only for its own uploads. */
+static bool expects_continue(const struct mg_connection *conn)
+{
+    const char *expect = mg_get_header(conn, "Expect");
+    const char *version = mg_get_request_info(conn)->http_version;
+
+    return expect && strcasecmp(expect, "100-continue") == 0 && version &&
+           strcmp(version, "1.1") == 0;
+}
+
+static int body_too_large(struct mg_connection *conn, size_t max)
+{
+    return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
+                      "the request body is over the limit of %zu bytes", max);
+}
+
+/* Reads the body (at most max bytes, Content-Length or chunked) into an owned NUL-terminated
+ * buffer. Answers and returns the status on failure, else 0. A chunked body is read into a
+ * buffer of at most max + 2 bytes: one byte past the limit tells an over-long body apart from
+ * one of exactly max bytes. */
 static int read_body(struct mg_connection *conn, size_t max, char **out, size_t *outlen)
 {
     const struct mg_request_info *ri = mg_get_request_info(conn);
@@ -616,6 +712,10 @@ static int read_body(struct mg_connection *conn, size_t max, char **out, size_t 
     if (clen > (long long)max)
         return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
                           "the request body is %lld bytes, over the limit of %zu bytes", clen, max);
+    if (cap > max + 2)
+        cap = max + 2;
+    if (expects_continue(conn))
+        mg_write(conn, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     buf = malloc(cap);
     if (!buf)
         return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "out of memory for the body");
@@ -624,27 +724,31 @@ static int read_body(struct mg_connection *conn, size_t max, char **out, size_t 
 
         if (len + 1 == cap) {
             char *nb;
+            size_t ncap = cap * 2 > max + 2 ? max + 2 : cap * 2;
 
             if (clen >= 0)
                 break;
-            if (cap > max) {
+            if (len > max) {
                 free(buf);
-                return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
-                                  "the request body is over the limit of %zu bytes", max);
+                return body_too_large(conn, max);
             }
-            nb = realloc(buf, cap * 2);
+            nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
                 return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL,
                                   "out of memory for the body");
             }
             buf = nb;
-            cap *= 2;
+            cap = ncap;
         }
         n = mg_read(conn, buf + len, cap - 1 - len);
         if (n <= 0)
             break;
         len += (size_t)n;
+    }
+    if (len > max) {
+        free(buf);
+        return body_too_large(conn, max);
     }
     if (clen >= 0 && len != (size_t)clen) {
         free(buf);
@@ -903,6 +1007,7 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
                               sid);
         }
         listed = true;
+        st.sess = hs;
         if (pv && !legacy_version_ok(pv)) {
             session_put(h, hs);
             free(body);
@@ -927,6 +1032,7 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
         hs->busy++;
         pthread_mutex_unlock(&h->mu);
         listed = true;
+        st.sess = hs;
         memcpy(st.session_header, hs->id, sizeof(st.session_header));
     } else {
         /* A modern request, or one with neither a session nor the modern _meta (whose error
@@ -942,11 +1048,10 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
     status = serve_post(h, conn, hs, &st, body, len, k.has_request);
     free(body);
     if (listed) {
-        /* An initialize the engine refused leaves no session behind (ended while this request
-         * still holds it, so the put below closes it). */
+        /* An initialize the engine refused leaves no session behind. */
         if (k.initialize && !mcp_session_protocol(hs->ms))
             mcp_http__session_end(h, hs);
-        session_put(h, hs);
+        session_put(h, hs); /* hs may be gone after this */
     } else {
         mcp_session_close(hs->ms);
     }
@@ -991,6 +1096,7 @@ static int on_get(struct mcp_http *h, struct mg_connection *conn)
         return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
     }
     stream_init(&st, conn, false, h->opt.stream_queue_max);
+    st.sess = hs;
     pthread_mutex_lock(&h->mu);
     h->nstreams++;
     pthread_mutex_unlock(&h->mu);
@@ -1023,8 +1129,8 @@ static int on_delete(struct mcp_http *h, struct mg_connection *conn)
     hs = session_get(h, sid);
     if (!hs)
         return http_error(conn, 404, -32001, NULL, "Session not found: no MCP session %.40s", sid);
-    session_put(h, hs);
-    mcp_http__session_end(h, hs);
+    mcp_http__session_end(h, hs); /* its requests being served end now */
+    session_put(h, hs);           /* the last one out closes it */
     write_answer(conn, 200, "application/json", "{}", 2, NULL, NULL);
     return 200;
 }

@@ -42,8 +42,8 @@ struct hstream {
     bool done;           /* the final message was written (the request's answer) */
     bool dead;           /* the client went away or a write failed */
     bool ends_at_answer; /* a POST stream: it ends with its request's answer */
-    bool ended;          /* the server ended it (its session was deleted); it still closes
-                            properly (the last chunk) */
+    bool session_ended;  /* its session ended (DELETE, the /sse stream closed) while it ran */
+    struct hsess *sess;  /* the session it serves, or NULL (h->mu, while in h->open) */
     struct qmsg *head, *tail;
     struct hstream *next_open; /* in h->open (h->mu), while stream_run serves it */
     size_t queued;             /* bytes in the queue */
@@ -64,7 +64,7 @@ struct hsess {
     int64_t last_used_ms;
     unsigned busy; /* requests of it being served now (h->mu) */
     bool listed;   /* in h->sessions */
-    bool ending;   /* ended (DELETE) while busy: the last session_put closes it (h->mu) */
+    bool ending;   /* ended while busy: the last request served closes it (h->mu) */
     void *ws;      /* HS_WS: the WebSocket connection state (mcp_http_ws.c) */
 };
 
@@ -87,11 +87,14 @@ struct mcp_http {
 struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsigned mflags,
                                     struct errinfo *err);
 
-/* Lists hs (it counts against session_max); -1 with err (503 text) when full. */
+/* Lists hs (it counts against session_max). When the table is full, the Streamable session used
+ * least recently with no request being served (and so no stream) is ended to make room; -1 with
+ * err (503 text) when every session is in use. */
 int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err);
 
-/* Unlists and closes hs and ends its stream: the engine session is closed (at once, or by the
- * last request still being served with it) and hs freed once that session is gone. */
+/* Unlists and closes hs: the engine session is closed (its calls are cancelled) and hs freed once
+ * it is gone. While requests of hs are being served (busy), their streams end at once and the
+ * close waits for the last of them, which still uses hs. */
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
 
 /* The header line that tells the client how long the server keeps an idle connection

@@ -2,12 +2,18 @@
  * JSON-RPC message per text frame, one session per connection.
  *
  * DESIGN: civetweb's worker reads the connection and calls the data handler for each frame;
- * that thread feeds the engine. Messages to the client are queued and written by a thread of the
- * connection's own, so that nobody sending (a handler answering, a broadcast) waits for a client
- * that does not read; a queue that passes stream_queue_max closes the connection. Fragmented
- * messages are put together up to body_max; a larger message, or a binary frame, is answered
- * with a JSON-RPC error, and a message too large closes the connection with 1009. A client that
- * closes the connection ends the session, which cancels its calls. */
+ * that thread (the reader) feeds the engine. Messages from other threads (a long call answering,
+ * a broadcast) are queued and written by a thread of the connection's own, so that nobody
+ * sending waits for a client that does not read; a queue that passes stream_queue_max closes the
+ * connection (1008). A message the reader produces itself (the answer of a quick call) is written
+ * at once when nothing waits or is being written, saving the hand-over to the writer; the reader
+ * may block on its own client, which only delays that client's next frame.
+ * Fragmented messages are put together up to body_max. A binary message (one frame or several)
+ * is answered with one JSON-RPC error; a message too large closes the connection with 1009, and
+ * a fragment out of place (a data frame inside a fragmented message, a continuation outside one)
+ * with 1002. Each close frame is queued behind what is waiting for the client, so the error that
+ * explains it arrives first, and nothing follows it. A client that closes the connection ends
+ * the session, which cancels its calls. */
 #include "mcp_http_int.h"
 
 #include <stdio.h>
@@ -27,11 +33,18 @@ struct wsconn {
     pthread_cond_t cond;
     struct qmsg *head, *tail;
     size_t queued;
-    bool stop;     /* the connection is closing: the writer ends */
-    bool overflow; /* the client stopped reading */
+    bool stop;       /* the connection is closing: the writer ends */
+    bool overflow;   /* the client stopped reading: close at once, unflushed */
+    bool closing;    /* a close frame is queued: nothing more is sent */
+    bool close_sent; /* the writer wrote it */
+    char close_frame[32];
+    size_t close_len;
     bool writer_started, admitted;
+    unsigned writing; /* messages being written now (by the writer, or the reader directly) */
     pthread_t writer;
-    char *frag; /* a fragmented message being put together */
+    pthread_t reader; /* civetweb's worker serving the connection */
+    enum { FRAG_NONE, FRAG_TEXT, FRAG_SKIP } frag_state; /* a fragmented message under way */
+    char *frag; /* the text message being put together (FRAG_TEXT) */
     size_t frag_len;
 };
 
@@ -42,6 +55,12 @@ static void ws_write(struct wsconn *w, int opcode, const char *data, size_t len)
     mg_unlock_connection(w->conn);
 }
 
+/* True when the writer has something to do (w->mu held). */
+static bool writer_has_work(const struct wsconn *w)
+{
+    return w->stop || w->overflow || (!w->close_sent && (w->head || w->closing));
+}
+
 static void *writer_main(void *arg)
 {
     struct wsconn *w = arg;
@@ -50,18 +69,22 @@ static void *writer_main(void *arg)
     for (;;) {
         struct qmsg *m;
 
-        while (!w->head && !w->stop && !w->overflow)
+        while (!writer_has_work(w))
             pthread_cond_wait(&w->cond, &w->mu);
         if (w->stop)
             break;
-        if (w->overflow) {
-            pthread_mutex_unlock(&w->mu);
-            ws_write(w, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
-                     "\x03\xf0"
-                     "too slow",
-                     10); /* 1008 */
-            pthread_mutex_lock(&w->mu);
+        if (w->overflow || (w->closing && !w->head)) {
+            /* An overflow closes at once: the client is not reading what waits. */
+            char frame[sizeof(w->close_frame)];
+            size_t len = w->close_len;
+
+            memcpy(frame, w->close_frame, len);
             w->overflow = false;
+            pthread_mutex_unlock(&w->mu);
+            ws_write(w, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, frame, len);
+            pthread_mutex_lock(&w->mu);
+            w->close_sent = true;
+            pthread_cond_broadcast(&w->cond);
             continue;
         }
         m = w->head;
@@ -69,30 +92,62 @@ static void *writer_main(void *arg)
         if (!w->head)
             w->tail = NULL;
         w->queued -= m->len;
+        w->writing++;
         pthread_mutex_unlock(&w->mu);
         ws_write(w, MG_WEBSOCKET_OPCODE_TEXT, m->text, m->len);
         free(m);
         pthread_mutex_lock(&w->mu);
+        w->writing--;
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
+/* The reader writes its own message at once when nothing is queued or being written (the order
+ * of its messages is kept: an earlier one is either written or still queued). True when it did. */
+static bool reader_writes(struct wsconn *w, const char *json, size_t len)
+{
+    if (!pthread_equal(pthread_self(), w->reader) || w->head || w->writing)
+        return false;
+    w->writing++;
+    pthread_mutex_unlock(&w->mu);
+    ws_write(w, MG_WEBSOCKET_OPCODE_TEXT, json, len);
+    pthread_mutex_lock(&w->mu);
+    w->writing--;
+    pthread_cond_broadcast(&w->cond);
+    return true;
+}
+
 void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
 {
     struct wsconn *w = hs->ws;
-    struct qmsg *m = w ? malloc(sizeof(*m) + len + 1) : NULL;
+    struct qmsg *m;
 
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (w->stop || w->closing || reader_writes(w, json, len)) {
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
+    pthread_mutex_unlock(&w->mu);
+    m = malloc(sizeof(*m) + len + 1);
     if (!m)
         return;
     pthread_mutex_lock(&w->mu);
-    if (w->stop || w->queued + len > w->h->opt.stream_queue_max) {
-        if (!w->stop && !w->overflow)
-            log_warn("mcp-http: a WebSocket client is not reading (%zu bytes waiting); closing "
-                     "it",
-                     w->queued);
-        w->overflow = !w->stop;
-        pthread_cond_signal(&w->cond);
+    if (w->stop || w->closing) {
+        pthread_mutex_unlock(&w->mu);
+        free(m);
+        return;
+    }
+    if (w->queued + len > w->h->opt.stream_queue_max) {
+        log_warn("mcp-http: a WebSocket client is not reading (%zu bytes waiting); closing it",
+                 w->queued);
+        w->overflow = true;
+        w->closing = true;
+        memcpy(w->close_frame, "\x03\xf0too slow", 10); /* 1008 */
+        w->close_len = 10;
+        pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->mu);
         free(m);
         return;
@@ -108,7 +163,7 @@ void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
         w->head = m;
     w->tail = m;
     w->queued += len;
-    pthread_cond_signal(&w->cond);
+    pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -161,6 +216,7 @@ static void on_ready(struct mg_connection *conn, void *cbdata)
     if (w) {
         w->h = h;
         w->conn = conn;
+        w->reader = pthread_self();
         pthread_mutex_init(&w->mu, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->admitted = !h->opt.admit || h->opt.admit(h->opt.ctx, &err) == 0;
@@ -216,17 +272,90 @@ static void refuse_frame(struct wsconn *w, const char *why)
     }
 }
 
+/* Says why, then closes with this status (2 bytes + reason): both go through the writer, after
+ * what waits for the client, and this returns once the close is written (or the client left).
+ * Returns 0, for civetweb to end the connection. */
+static int fail_connection(struct wsconn *w, const char *why, const char *status_reason, size_t len)
+{
+    refuse_frame(w, why);
+    pthread_mutex_lock(&w->mu);
+    if (!w->closing) {
+        memcpy(w->close_frame, status_reason, len);
+        w->close_len = len;
+        w->closing = true;
+        pthread_cond_broadcast(&w->cond);
+    }
+    while (!w->close_sent && !w->stop)
+        pthread_cond_wait(&w->cond, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+/* A text or continuation frame of a message: puts fragments together, hands whole messages to
+ * the engine. Returns what on_data returns. */
+static int on_message_frame(struct wsconn *w, int opcode, bool fin, char *data, size_t len)
+{
+    size_t max = w->h->opt.body_max;
+
+    if (opcode == MG_WEBSOCKET_OPCODE_CONTINUATION && w->frag_state == FRAG_NONE)
+        return fail_connection(w, "a continuation frame came with no fragmented message under way",
+                               "\x03\xea"
+                               "stray continuation",
+                               20); /* 1002 */
+    if (opcode != MG_WEBSOCKET_OPCODE_CONTINUATION && w->frag_state != FRAG_NONE)
+        return fail_connection(w, "a new message began before the fragmented one ended",
+                               "\x03\xea"
+                               "fragment expected",
+                               19);   /* 1002 */
+    if (w->frag_state == FRAG_SKIP) { /* the rest of a refused binary message */
+        if (fin)
+            w->frag_state = FRAG_NONE;
+        return 1;
+    }
+    if (len > max || w->frag_len + len > max) {
+        char why[160];
+
+        snprintf(why, sizeof(why),
+                 "a message of more than %zu bytes is over the limit; the connection is closed",
+                 max);
+        return fail_connection(w, why,
+                               "\x03\xf1"
+                               "too big",
+                               9); /* 1009 */
+    }
+    if (fin && w->frag_state == FRAG_NONE) {
+        mcp_session_handle(w->hs->ms, data, len, NULL);
+        return 1;
+    }
+    {
+        char *nb = realloc(w->frag, w->frag_len + len + 1);
+
+        if (!nb)
+            return 0;
+        memcpy(nb + w->frag_len, data, len);
+        w->frag = nb;
+        w->frag_len += len;
+        w->frag_state = FRAG_TEXT;
+    }
+    if (!fin)
+        return 1;
+    mcp_session_handle(w->hs->ms, w->frag, w->frag_len, NULL);
+    free(w->frag);
+    w->frag = NULL;
+    w->frag_len = 0;
+    w->frag_state = FRAG_NONE;
+    return 1;
+}
+
 static int on_data(struct mg_connection *conn, int bits, char *data, size_t len, void *cbdata)
 {
     struct wsconn *w = mg_get_user_connection_data(conn);
     int opcode = bits & 0x0f;
     bool fin = (bits & 0x80) != 0;
-    size_t max;
 
     (void)cbdata;
     if (!w || !w->hs)
         return 0;
-    max = w->h->opt.body_max;
     switch (opcode) {
     case MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE:
         return 0;
@@ -236,8 +365,12 @@ static int on_data(struct mg_connection *conn, int bits, char *data, size_t len,
     case MG_WEBSOCKET_OPCODE_PONG:
         return 1;
     case MG_WEBSOCKET_OPCODE_BINARY:
+        if (w->frag_state != FRAG_NONE)
+            break; /* out of place: on_message_frame says so */
         refuse_frame(w, "binary frames are not MCP messages: send each JSON-RPC message as one "
                         "text frame");
+        if (!fin)
+            w->frag_state = FRAG_SKIP;
         return 1;
     case MG_WEBSOCKET_OPCODE_TEXT:
     case MG_WEBSOCKET_OPCODE_CONTINUATION:
@@ -245,38 +378,7 @@ static int on_data(struct mg_connection *conn, int bits, char *data, size_t len,
     default:
         return 1;
     }
-    if (len > max || w->frag_len + len > max) {
-        char why[160];
-
-        snprintf(why, sizeof(why),
-                 "a message of more than %zu bytes is over the limit; the "
-                 "connection is closed",
-                 max);
-        refuse_frame(w, why);
-        ws_write(w, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE,
-                 "\x03\xf1"
-                 "too big",
-                 9); /* 1009 */
-        return 0;
-    }
-    if (!fin || w->frag) {
-        char *nb = realloc(w->frag, w->frag_len + len + 1);
-
-        if (!nb)
-            return 0;
-        memcpy(nb + w->frag_len, data, len);
-        w->frag = nb;
-        w->frag_len += len;
-        if (!fin)
-            return 1;
-        mcp_session_handle(w->hs->ms, w->frag, w->frag_len, NULL);
-        free(w->frag);
-        w->frag = NULL;
-        w->frag_len = 0;
-        return 1;
-    }
-    mcp_session_handle(w->hs->ms, data, len, NULL);
-    return 1;
+    return on_message_frame(w, opcode, fin, data, len);
 }
 
 static void on_close(const struct mg_connection *conn, void *cbdata)
@@ -288,7 +390,7 @@ static void on_close(const struct mg_connection *conn, void *cbdata)
         return;
     pthread_mutex_lock(&w->mu);
     w->stop = true;
-    pthread_cond_signal(&w->cond);
+    pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->mu);
     if (w->writer_started)
         pthread_join(w->writer, NULL);

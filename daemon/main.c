@@ -364,8 +364,12 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     view = own ? catalog_select(own, cfg->tools, NULL) : NULL;
     opt.catalog = view ? view : cat;
     copt.cat = opt.catalog ? opt.catalog : catalog_builtin();
-    /* Every open stream holds a worker: leave 64 for requests. */
-    copt.max[CALL_BUDGET_STREAM] = cfg->http_threads > 128 ? cfg->http_threads - 64 : 64;
+    /* Every open stream holds a worker: leave 64 for requests (24 long calls, 16 Studio polls,
+     * the rest for quick requests and kept-alive connections), or half of a smaller pool. A
+     * budget of 64 streams with fewer workers let streams take every worker, and then no
+     * request was answered at all. */
+    copt.max[CALL_BUDGET_STREAM] =
+        cfg->http_threads > 128 ? cfg->http_threads - 64 : cfg->http_threads / 2;
     net.egress = cfg->net.mode == NETPOLICY_FULL ? NULL : egress_new(&eopt, &err);
     tools.egress = net.egress;
     net.portfwd = portfwd_new(&err);

@@ -23,9 +23,11 @@
  *   (progress, a log, a server request) comes before its answer. Notifications and responses
  *   are answered 202.
  * - The client closing a response stream cancels its request.
- * Sessions beyond session_max are refused with 503 naming the limit; a session unused for
- * session_idle_ms expires. A stream whose client stops reading is closed once stream_queue_max
- * bytes wait for it.
+ * At session_max sessions, a new one takes the place of the Streamable session used least
+ * recently that has no request being served and no stream open (clients that exit without
+ * DELETE leave such sessions); when every session is in use, it is refused with 503 naming the
+ * limit. A session unused for session_idle_ms expires. A stream whose client stops reading is
+ * closed once stream_queue_max bytes wait for it.
  *
  * Thread-safety: any thread. mcp_http_handle() blocks its caller (a civetweb worker) for as long
  * as the request's answer takes, or for the life of a stream. */

@@ -315,6 +315,23 @@ if (extra.length) {
   p();
 }
 
+// ---------------------------------------------------------------- MCP over HTTP (issue 8)
+// The section tests/bench/http-run.sh writes: this run's (--http), else the one already in the
+// doc, so that a run of either script keeps the other's figures.
+{
+  const BEGIN = '<!-- http-bench:begin -->', END = '<!-- http-bench:end -->';
+  let section = o.http && existsSync(o.http) ? readFileSync(o.http, 'utf8').trim() : '';
+  if (!section && o.out !== '-' && existsSync(o.out)) {
+    const doc = readFileSync(o.out, 'utf8');
+    const a = doc.indexOf(BEGIN), b = doc.indexOf(END);
+    if (a >= 0 && b > a) section = doc.slice(a, b + END.length);
+  }
+  if (section) {
+    for (const l of section.split('\n')) p(l);
+    p();
+  }
+}
+
 p('## How to read this');
 p();
 p('- Only ratios from the same run count. The machines are shared and noisy: absolute times move');

@@ -15,7 +15,8 @@
 #    then the exec, console/resources, sandbox (issue 10: npm install through the proxy, a GET
 #    through a port forward, checkpoints: sandbox-bench.mjs), runbox's memory (RSS, PSS and
 #    private: proxy-mem.mjs) and Studio benchmarks;
-# 6. prints the figures and the ratios against the issue's targets and writes them, with the
+# 6. measures MCP over HTTP (tests/bench/http-run.sh: /mcp, /ws, server-everything);
+# 7. prints the figures and the ratios against the issue's targets and writes them, with the
 #    machine and versions, to docs/performance.md.
 # This is a benchmark, not a test: nothing here fails because a number is slow.
 #
@@ -26,6 +27,7 @@
 #   RESULTS_DIR [$BUILD_DIR/bench-results/<UTC stamp>] raw JSON lines and logs
 #   TREE_MB [100]; TREE_SEED [20261129]; SEARCH_RUNS [5]; SEARCH_WARMUP [1]; SKIP_SEARCH [0]
 #   SKIP_EXTRA [0] skip the exec, console/resources and Studio benchmarks; EXEC_RUNS [200]
+#   SKIP_HTTP [0] skip the MCP-over-HTTP benchmark (tests/bench/http-run.sh)
 #   GREP_LOCALE [C] locale grep runs under (C is grep's fastest mode: the strictest baseline)
 #   QUIET_PCT [20] / QUIET_WAIT [30]: before each measurement wait up to QUIET_WAIT s for the
 #     machine to be less than QUIET_PCT % busy; MAX_OTHER [0.3] / MAX_RETRIES [2]: redo a
@@ -404,12 +406,22 @@ if [[ "$SKIP_EXTRA" != 1 ]]; then
   fi
 fi
 
+# ---------------------------------------------------------------- MCP over HTTP (issue 8)
+HTTP_SECTION="$RESULTS_DIR/http/http.md"
+if [[ "${SKIP_HTTP:-0}" != 1 ]]; then
+  wait_quiet
+  log "MCP over HTTP: runboxd /mcp and /ws vs server-everything (machine ${QUIET_SEEN}% busy before)"
+  RUNS="$RUNS" CALLS="$CALLS" BUILD_DIR="$BUILD_DIR" SKIP_BUILD=1 PEERS_DIR="$PEERS_DIR" \
+    RESULTS_DIR="$RESULTS_DIR/http" OUT_DOC=- "$HERE/http-run.sh" >"$RESULTS_DIR/http.txt" 2>&1 ||
+    log "HTTP benchmark failed: $(tail -c 600 "$RESULTS_DIR/http.txt")"
+fi
+
 # ---------------------------------------------------------------- report
 ENV_USED="RUNS=$RUNS CALLS=$CALLS WARMUP=$WARMUP INFLIGHT=$INFLIGHT TREE_MB=$TREE_MB TREE_SEED=$TREE_SEED SEARCH_RUNS=$SEARCH_RUNS GREP_LOCALE=$GREP_LOCALE"
 node "$HERE/report.mjs" --mcp "$MCP_OUT" --search "$SEARCH_OUT" --tree "$TREE_JSON" --extra "$EXTRA_OUT" \
   --rejected "$RESULTS_DIR/rejected.jsonl" --summarize "$SHARED/summarize.mjs" \
   --repo "$REPO" --runbox "$RUNBOX" --runboxd "$RUNBOXD" --peers-dir "$PEERS_DIR" \
   --command "$CMDLINE" --env "$ENV_USED" --started "$STARTED_AT" \
-  --labels "$LABEL_FLOOR|$LABEL_REF|$LABEL_RUNBOX" --out "$OUT_DOC" | tee "$RESULTS_DIR/report.md"
+  --labels "$LABEL_FLOOR|$LABEL_REF|$LABEL_RUNBOX" --http "$HTTP_SECTION" --out "$OUT_DOC" | tee "$RESULTS_DIR/report.md"
 [[ "$OUT_DOC" == "-" ]] || log "wrote $OUT_DOC"
 log "raw results: $RESULTS_DIR"
