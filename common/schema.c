@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "utf8.h"
 
@@ -767,4 +768,25 @@ int schema_validate(const cJSON *schema, const cJSON *value, const char *root,
     }
     rep->count = c.count;
     return c.count ? -1 : 0;
+}
+
+char *schema_report_text(const struct schema_report *rep)
+{
+    struct jsonbuf b = JSONBUF_INIT((size_t)SCHEMA_MAX_ERRORS * SCHEMA_MSG_MAX + 64);
+    char more[64];
+
+    for (size_t i = 0; i < rep->count && i < SCHEMA_MAX_ERRORS; i++) {
+        if (i)
+            jsonbuf_put(&b, "\n", 1, NULL);
+        jsonbuf_puts(&b, rep->msgs[i], NULL);
+    }
+    if (rep->count > SCHEMA_MAX_ERRORS) {
+        size_t n = rep->count - SCHEMA_MAX_ERRORS;
+
+        snprintf(more, sizeof(more), "\n(%zu more problem%s)", n, n == 1 ? "" : "s");
+        jsonbuf_puts(&b, more, NULL);
+    }
+    if (b.len == 0)
+        jsonbuf_puts(&b, "the arguments do not match the tool's schema", NULL);
+    return jsonbuf_take(&b, NULL);
 }

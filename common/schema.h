@@ -40,6 +40,11 @@ struct schema_report {
 int schema_validate(const cJSON *schema, const cJSON *value, const char *root,
                     struct schema_report *rep);
 
+/* The report as one text, a message per line, ending with "(N more problems)" when more were
+ * found than kept: what a tool result says about arguments a schema refused. Owned (free), or
+ * NULL when out of memory. */
+char *schema_report_text(const struct schema_report *rep);
+
 /* Checks that a schema uses only supported keywords with well-formed values, so that catalog
  * mistakes fail at build/test time, not at call time. Returns 0, or -1 with err naming the
  * schema path and keyword ("properties.depth.type: unknown type \"int\""). */
