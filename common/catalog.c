@@ -288,7 +288,75 @@ static int compare_tools(const void *a, const void *b)
     return strcmp(((const struct catalog_tool *)a)->name, ((const struct catalog_tool *)b)->name);
 }
 
-/* Adds each tool's MCP fields (references into the documents) to one array and prints it. */
+/* Removes what only validation needs from a copy of a schema (see catalog_listed_schema):
+ * length and item ceilings, additionalProperties: false and empty properties, at every
+ * depth. */
+static void strip_ceilings(cJSON *schema)
+{
+    static const char *const ceilings[] = {"minLength", "maxLength", "minItems", "maxItems"};
+    cJSON *child;
+
+    if (!cJSON_IsObject(schema))
+        return;
+    for (size_t i = 0; i < sizeof(ceilings) / sizeof(ceilings[0]); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(schema, ceilings[i]);
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties")))
+        cJSON_DeleteItemFromObjectCaseSensitive(schema, "additionalProperties");
+    child = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    if (cJSON_IsObject(child) && !child->child) /* no arguments: {"type":"object"} says it */
+        cJSON_DeleteItemFromObjectCaseSensitive(schema, "properties");
+    cJSON_ArrayForEach(child, schema)
+    {
+        cJSON *sub;
+
+        if (!child->string)
+            continue;
+        if (strcmp(child->string, "properties") == 0 || strcmp(child->string, "anyOf") == 0 ||
+            strcmp(child->string, "oneOf") == 0) {
+            cJSON_ArrayForEach(sub, child)
+            {
+                strip_ceilings(sub);
+            }
+        } else if (strcmp(child->string, "items") == 0 ||
+                   strcmp(child->string, "additionalProperties") == 0) {
+            strip_ceilings(child);
+        }
+    }
+}
+
+cJSON *catalog_listed_schema(const cJSON *schema)
+{
+    cJSON *copy = cJSON_Duplicate(schema, true);
+
+    strip_ceilings(copy);
+    return copy;
+}
+
+/* A copy of annotations without the hints that say what the MCP default says anyway
+ * (readOnlyHint false, destructiveHint true, idempotentHint false, openWorldHint true): a client
+ * reads the same thing from fewer characters. Owned or NULL. */
+cJSON *catalog__listed_annotations(const cJSON *ann)
+{
+    static const struct {
+        const char *name;
+        bool dflt;
+    } defaults[] = {{"readOnlyHint", false},
+                    {"destructiveHint", true},
+                    {"idempotentHint", false},
+                    {"openWorldHint", true}};
+    cJSON *copy = cJSON_Duplicate(ann, true);
+
+    for (size_t i = 0; copy && i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(copy, defaults[i].name);
+
+        if (cJSON_IsBool(v) && cJSON_IsTrue(v) == defaults[i].dflt)
+            cJSON_DeleteItemFromObjectCaseSensitive(copy, defaults[i].name);
+    }
+    return copy;
+}
+
+/* Adds each tool's MCP fields to one array and prints it: references into the documents, and
+ * the listed forms of the input schema and the annotations. */
 char *catalog__tools_json(const struct catalog *cat)
 {
     static const char *const shown[] = {"name",        "title",       "description",
@@ -307,14 +375,32 @@ char *catalog__tools_json(const struct catalog *cat)
         }
         for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++) {
             cJSON *item = cJSON_GetObjectItemCaseSensitive(cat->tools[i].tool, shown[k]);
+            bool is_input = item && item == cat->tools[i].input_schema;
+            cJSON *listed;
 
-            if (item && !cJSON_AddItemReferenceToObject(obj, shown[k], item))
+            if (!item)
+                continue;
+            if (!is_input && strcmp(shown[k], "annotations") != 0) {
+                if (!cJSON_AddItemReferenceToObject(obj, shown[k], item))
+                    goto out;
+                continue;
+            }
+            listed = is_input ? catalog_listed_schema(item) : catalog__listed_annotations(item);
+            if (!listed)
                 goto out;
+            if (!is_input && !listed->child) {
+                cJSON_Delete(listed); /* every hint is MCP's default: no annotations */
+                continue;
+            }
+            if (!cJSON_AddItemToObject(obj, shown[k], listed)) {
+                cJSON_Delete(listed);
+                goto out;
+            }
         }
     }
     out = cJSON_PrintUnformatted(arr);
 out:
-    cJSON_Delete(arr); /* references only: the documents keep their items */
+    cJSON_Delete(arr); /* the listed schemas, and references: the documents keep their items */
     return out;
 }
 

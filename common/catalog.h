@@ -67,9 +67,17 @@ const cJSON *catalog_tool_host_tools(const struct catalog_tool *tool);
  * programs actually installed. NULL with err set (ERR_NOMEM). */
 struct catalog *catalog_builtin_amended(const char *note, struct errinfo *err);
 
+/* The input schema as clients are shown it: a copy of schema without what only validation
+ * needs (minLength, maxLength, minItems, maxItems, and additionalProperties: false, at every
+ * depth), which keeps tools/list within its budget. runboxd checks every call against the
+ * whole schema (catalog_tool_input_schema) and names the rule a call breaks. Owned
+ * (cJSON_Delete), or NULL when out of memory. */
+cJSON *catalog_listed_schema(const cJSON *schema);
+
 /* The MCP tools/list "tools" array as compact JSON text: each tool with name, title,
- * description, inputSchema, annotations and outputSchema (when present); route and group are
- * not shown. Built once, borrowed for the catalog's lifetime. */
+ * description, inputSchema (its listed form, catalog_listed_schema), annotations and
+ * outputSchema (when present); route and group are not shown. Built once, borrowed for the
+ * catalog's lifetime. */
 const char *catalog_tools_json(const struct catalog *cat);
 
 struct mcp_server;
@@ -77,8 +85,10 @@ struct mcp_call;
 
 /* Adds every tool of cat to srv (runbox/mcp.h), in the catalog's order (by name), each with
  * handler fn(arg, call); mcp_call_name() then names the tool (catalog_find gives it back). A Studio
- * tool is declared as needing nothing of the client. Returns 0, or -1 with err (a name already
- * there, no memory). */
+ * tool is declared as needing nothing of the client. The engine gets the listed input schema
+ * (catalog_listed_schema), so it lists what tools/list shows and checks calls against that; the
+ * handler must check the whole schema (runboxd's call_begin does). Returns 0, or -1 with err (a
+ * name already there, no memory). */
 int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
                            void (*fn)(void *arg, struct mcp_call *call), void *arg,
                            struct errinfo *err);

@@ -44,6 +44,10 @@ struct catalog {
 /* catalog.c: prints the tools/list "tools" array of cat->tools. Owned, or NULL (memory). */
 char *catalog__tools_json(const struct catalog *cat);
 
+/* catalog.c: a copy of a tool's annotations without the hints that only repeat MCP's
+ * defaults, as tools/list shows them. Owned (cJSON_Delete) or NULL. */
+cJSON *catalog__listed_annotations(const cJSON *ann);
+
 /* catalog_profile.c: loads the profiles document doc (borrowed; it must outlive cat) into
  * cat->profiles, checking every group name against cat->tools. */
 int catalog__load_profiles(struct catalog *cat, const cJSON *doc, size_t index,

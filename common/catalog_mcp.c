@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "catalog_int.h"
+
 #include "runbox/mcp.h"
 
 /* Compact JSON of a tool's member, or NULL when the tool has none. Owned (cJSON_free). */
@@ -21,8 +23,12 @@ int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
     for (size_t i = 0; i < catalog_count(cat); i++) {
         const struct catalog_tool *t = catalog_at(cat, i);
         const cJSON *obj = catalog_tool_object(t);
-        char *in = member_text(obj, "inputSchema"), *out = member_text(obj, "outputSchema");
-        char *ann = member_text(obj, "annotations");
+        cJSON *listed = catalog_listed_schema(catalog_tool_input_schema(t));
+        char *in = listed ? cJSON_PrintUnformatted(listed) : NULL;
+        char *out = member_text(obj, "outputSchema");
+        const cJSON *ann_obj = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
+        cJSON *ann_listed = ann_obj ? catalog__listed_annotations(ann_obj) : NULL;
+        char *ann = ann_listed && ann_listed->child ? cJSON_PrintUnformatted(ann_listed) : NULL;
         const cJSON *title = cJSON_GetObjectItemCaseSensitive(obj, "title");
         const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
         struct mcp_tool mt = {
@@ -36,12 +42,14 @@ int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
             .arg = arg,
         };
         int rc = (in && (!cJSON_GetObjectItemCaseSensitive(obj, "outputSchema") || out) &&
-                  (!cJSON_GetObjectItemCaseSensitive(obj, "annotations") || ann))
+                  (!ann_obj || (ann_listed && (!ann_listed->child || ann))))
                      ? mcp_server_add_tool(srv, &mt, err)
                      : -1;
 
         if (rc < 0 && !errinfo_is_set(err))
             errinfo_set(err, ERR_NOMEM, "out of memory registering tool %s", mt.name);
+        cJSON_Delete(listed);
+        cJSON_Delete(ann_listed);
         cJSON_free(in);
         cJSON_free(out);
         cJSON_free(ann);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "utf8.h"
 
@@ -767,4 +768,111 @@ int schema_validate(const cJSON *schema, const cJSON *value, const char *root,
     }
     rep->count = c.count;
     return c.count ? -1 : 0;
+}
+
+char *schema_report_text(const struct schema_report *rep)
+{
+    struct jsonbuf b = JSONBUF_INIT((size_t)SCHEMA_MAX_ERRORS * SCHEMA_MSG_MAX + 64);
+    char more[64];
+
+    for (size_t i = 0; i < rep->count && i < SCHEMA_MAX_ERRORS; i++) {
+        if (i)
+            jsonbuf_put(&b, "\n", 1, NULL);
+        jsonbuf_puts(&b, rep->msgs[i], NULL);
+    }
+    if (rep->count > SCHEMA_MAX_ERRORS) {
+        size_t n = rep->count - SCHEMA_MAX_ERRORS;
+
+        snprintf(more, sizeof(more), "\n(%zu more problem%s)", n, n == 1 ? "" : "s");
+        jsonbuf_puts(&b, more, NULL);
+    }
+    if (b.len == 0)
+        jsonbuf_puts(&b, "the arguments do not match the tool's schema", NULL);
+    return jsonbuf_take(&b, NULL);
+}
+
+/* True when schema asks for an object ("type": "object", alone or in a list). */
+static bool wants_object(const cJSON *schema)
+{
+    const cJSON *type =
+        cJSON_IsObject(schema) ? cJSON_GetObjectItemCaseSensitive(schema, "type") : NULL;
+    const cJSON *t;
+
+    if (cJSON_IsString(type))
+        return strcmp(type->valuestring, "object") == 0;
+    if (!cJSON_IsArray(type))
+        return false;
+    cJSON_ArrayForEach(t, type)
+    {
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "object") == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool is_empty_array(const cJSON *v)
+{
+    return cJSON_IsArray(v) && !v->child;
+}
+
+/* The schema of member `name` of an object that schema describes, or NULL. */
+static const cJSON *member_schema(const cJSON *schema, const char *name)
+{
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    const cJSON *sub = name ? cJSON_GetObjectItemCaseSensitive(props, name) : NULL;
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties");
+
+    return sub ? sub : (cJSON_IsObject(extra) ? extra : NULL);
+}
+
+static int coerce_within(const cJSON *schema, cJSON *value, int depth)
+{
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(schema, "items");
+    cJSON *m, *next;
+    int n = 0, k;
+
+    if (!cJSON_IsObject(schema) || depth > 64)
+        return 0;
+    for (m = cJSON_IsObject(value) || cJSON_IsArray(value) ? value->child : NULL; m; m = next) {
+        const cJSON *sub = cJSON_IsObject(value) ? member_schema(schema, m->string)
+                                                 : (cJSON_IsObject(items) ? items : NULL);
+
+        next = m->next;
+        if (!sub)
+            continue;
+        if (is_empty_array(m) && wants_object(sub)) {
+            cJSON *obj = cJSON_CreateObject();
+
+            /* In an object the replacement needs the member's name (ViaPointer keeps none). */
+            if (!obj || (cJSON_IsObject(value)
+                             ? !cJSON_ReplaceItemInObjectCaseSensitive(value, m->string, obj)
+                             : !cJSON_ReplaceItemViaPointer(value, m, obj))) {
+                cJSON_Delete(obj);
+                return -1;
+            }
+            n++;
+            continue;
+        }
+        k = coerce_within(sub, m, depth + 1);
+        if (k < 0)
+            return -1;
+        n += k;
+    }
+    return n;
+}
+
+int schema_coerce_empty_objects(const cJSON *schema, cJSON **value)
+{
+    if (!*value)
+        return 0;
+    if (is_empty_array(*value) && wants_object(schema)) {
+        cJSON *obj = cJSON_CreateObject();
+
+        if (!obj)
+            return -1;
+        cJSON_Delete(*value);
+        *value = obj;
+        return 1;
+    }
+    return coerce_within(schema, *value, 0);
 }

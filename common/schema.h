@@ -40,6 +40,18 @@ struct schema_report {
 int schema_validate(const cJSON *schema, const cJSON *value, const char *root,
                     struct schema_report *rep);
 
+/* Roblox's HttpService:JSONEncode writes an empty Lua table as [], also where an object is
+ * meant (no attributes, no properties). Replaces every empty array in *value whose schema asks
+ * for an object (type "object") by an empty object, following properties,
+ * additionalProperties and items; *value itself too. Nothing else changes. Returns how many
+ * were replaced, or -1 when out of memory (what was replaced stays replaced). */
+int schema_coerce_empty_objects(const cJSON *schema, cJSON **value);
+
+/* The report as one text, a message per line, ending with "(N more problems)" when more were
+ * found than kept: what a tool result says about arguments a schema refused. Owned (free), or
+ * NULL when out of memory. */
+char *schema_report_text(const struct schema_report *rep);
+
 /* Checks that a schema uses only supported keywords with well-formed values, so that catalog
  * mistakes fail at build/test time, not at call time. Returns 0, or -1 with err naming the
  * schema path and keyword ("properties.depth.type: unknown type \"int\""). */

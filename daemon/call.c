@@ -24,6 +24,7 @@
 #include "events.h"
 #include "log.h"
 #include "schema.h"
+#include "studio_answer.h"
 #include "tools.h"
 
 struct call_service {
@@ -514,6 +515,10 @@ static int run_studio(struct call *c, struct tools_result *out, struct errinfo *
         out->data = rep.data;
         out->len = rep.len;
         out->is_json = rep.is_json;
+        if (studio_answer_finish(c->tool, out, err) < 0) {
+            tools_result_cleanup(out); /* on -1, out->data would be taken for the message */
+            return -1;
+        }
         return 0;
     }
     errinfo_set(err, rep.kind, "%s", rep.data);

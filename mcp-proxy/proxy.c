@@ -29,6 +29,7 @@
 #include "jsonbuf.h"
 #include "log.h"
 #include "runbox/mcp.h"
+#include "schema.h"
 #include "sse.h"
 #include "upstream.h"
 
@@ -80,7 +81,8 @@ struct proxy {
     char *out; /* owned: responses not yet written */
     size_t out_len, out_cap;
     struct pcall *wait_head, *wait_tail;
-    struct pollfd *fds; /* owned: stdin, then curl's sockets */
+    const struct catalog *cat; /* the tools served (borrowed); calls are checked against it */
+    struct pollfd *fds;        /* owned: stdin, then curl's sockets */
     size_t fds_cap;
     struct proxy_follow follow; /* runboxd's events as notifications */
 };
@@ -451,9 +453,22 @@ static void on_tool(void *arg, struct mcp_call *call)
     struct proxy *p = arg;
     const cJSON *args = mcp_call_arguments(call);
     struct pcall *pc = calloc(1, sizeof(*pc));
+    const struct catalog_tool *tool;
+    struct schema_report rep;
 
     if (!pc) {
         tool_failed(call, oom_msg, false);
+        return;
+    }
+    /* The engine checked the listed schema (catalog_listed_schema); the whole one (length
+     * ceilings, unknown arguments) is checked here, before any HTTP. */
+    tool = catalog_find(p->cat, mcp_call_name(call));
+    if (tool && schema_validate(catalog_tool_input_schema(tool), args, "arguments", &rep) < 0) {
+        char *text = schema_report_text(&rep);
+
+        free(pc);
+        mcp_call_tool_error(call, text ? text : oom_msg);
+        free(text);
         return;
     }
     pc->p = p;
@@ -725,6 +740,7 @@ static struct mcp_server *make_server(struct proxy *p, struct errinfo *err)
     struct mcp_server *srv = mcp_server_new(&info, err); /* copies info */
 
     t.arg = p;
+    p->cat = cat;
     if (!srv)
         return NULL;
     if (catalog_register_tools(cat, srv, on_tool, p, err) < 0 ||

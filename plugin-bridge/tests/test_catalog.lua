@@ -5,185 +5,11 @@
 -- second run it must read every argument the catalog declares — so an argument name the plugin
 -- does not read fails here, not in front of a user.
 
-local cjson = require("cjson")
+local C = require("catalog_args")
 local Fake = require("fake")
 
-local root = Fake.srcDir .. "/../.."
-
-local function readJson(path)
-	local f = assert(io.open(path, "r"))
-	local text = f:read("*a")
-	f:close()
-	return cjson.decode(text)
-end
-
-local function catalogFiles()
-	local out = {}
-	local p = io.popen("ls " .. root .. "/common/tools/studio-*.json 2>/dev/null")
-	for line in p:lines() do
-		table.insert(out, line)
-	end
-	p:close()
-	return out
-end
-
-local catalog = {} -- name -> tool
-local order = {}
-for _, file in ipairs(catalogFiles()) do
-	for _, t in ipairs(readJson(file).tools) do
-		catalog[t.name] = t
-		table.insert(order, t.name)
-	end
-end
-table.sort(order)
-
--- Sample values by argument name (pointing at objects of the fixture place).
-local SAMPLES = {
-	path = "Workspace.Model.Part",
-	paths = { "Workspace.Model.Part", "Workspace.Model.Handle" },
-	property = "Transparency",
-	value = 0.5,
-	class_name = "Part",
-	parent = "Workspace",
-	name = "Thing",
-	new_name = "Copy",
-	new_parent = "Workspace",
-	offset = { type = "Vector3", value = { 4, 0, 0 } },
-	position = { type = "Vector3", value = { 0, 10, 0 } },
-	query = "Part",
-	limit = 10,
-	depth = 2,
-	max_nodes = 50,
-	max_scripts = 50,
-	recursive = true,
-	case_sensitive = false,
-	expression = "value + index",
-	operation = "add",
-	tag = "Lava",
-	code = "print('ran') return 1 + 1",
-	timeout = 5,
-	mode = "start_play",
-	asset_id = 1001,
-	start_line = 1,
-	end_line = 2,
-	after_line = 1,
-	lines = "-- inserted",
-	replacement = "local y = 2",
-	source = "print('new')",
-	expected = "print(\"hello\")\nlocal x = 1",
-	count = 2,
-	max_chars = 1000,
-	restart = true,
-	operation_id = "op-1",
-	before = "local setup = 1",
-	objects = { { class_name = "Part", parent = "Workspace", name = "A" },
-		{ class_name = "Folder", parent = "ReplicatedStorage" } },
-	duplicates = { { path = "Workspace.Model.Part", count = 1 }, { path = "Workspace.Lava", count = 2 } },
-}
-local OBJECT_SAMPLES = { properties = { Transparency = 0.25, Anchored = true } }
-local ARRAY_SAMPLES = { properties = { "Anchored", "Size" } }
-
--- Per-tool overrides (a script for script tools, the tagged part for attributes and tags...).
-local SCRIPT = "ServerScriptService.MainScript"
-local OVERRIDES = {
-	get_script_source = { path = SCRIPT },
-	set_script_source = { path = SCRIPT },
-	edit_script_lines = { path = SCRIPT },
-	insert_script_lines = { path = SCRIPT },
-	delete_script_lines = { path = SCRIPT },
-	get_attribute = { path = "Workspace.Lava", name = "Damage" },
-	set_attribute = { path = "Workspace.Lava", name = "Damage" },
-	get_attributes = { path = "Workspace.Lava" },
-	delete_attribute = { path = "Workspace.Lava", name = "Damage" },
-	search_by_property = { property = "Anchored", value = true },
-	search_files = { query = "hello" },
-	get_class_info = { class_name = "Part" },
-	insert_model = { query = "Tree" },
-}
--- Tools whose required arguments alone cannot succeed: extra ones for the first run.
-local EXTRA = {
-	search_objects = { query = "Part" },
-	insert_model = { asset_id = 1001 },
-}
-
-local function sample(tool, name, schema)
-	local o = OVERRIDES[tool]
-	if o and o[name] ~= nil then
-		return o[name]
-	end
-	if schema.type == "object" and OBJECT_SAMPLES[name] then
-		return OBJECT_SAMPLES[name]
-	end
-	if schema.type == "array" and ARRAY_SAMPLES[name] then
-		return ARRAY_SAMPLES[name]
-	end
-	if SAMPLES[name] ~= nil then
-		return SAMPLES[name]
-	end
-	if schema.enum then
-		return schema.enum[1]
-	end
-	error(tool .. ": no sample value for argument \"" .. name .. "\"; add one to SAMPLES")
-end
-
-local LUA_TYPES = { string = "string", integer = "number", number = "number", boolean = "boolean", array = "table",
-	object = "table" }
-
-local function checkType(tool, name, schema, v)
-	local t = schema.type
-	if t == nil then
-		return
-	end
-	eq(type(v), LUA_TYPES[t], tool .. "." .. name .. " sample type")
-	if t == "integer" then
-		eq(v, math.floor(v), tool .. "." .. name .. " is whole")
-	end
-	if schema.enum then
-		local found = false
-		for _, e in ipairs(schema.enum) do
-			found = found or e == v
-		end
-		truthy(found, tool .. "." .. name .. " sample in enum")
-	end
-end
-
-local function buildArgs(tool, all)
-	local schema = catalog[tool].inputSchema
-	local args = {}
-	local props = schema.properties or {}
-	local names = {}
-	if all then
-		for name in pairs(props) do
-			table.insert(names, name)
-		end
-	else
-		for _, name in ipairs(schema.required or {}) do
-			table.insert(names, name)
-		end
-		for name in pairs(EXTRA[tool] or {}) do
-			table.insert(names, name)
-		end
-	end
-	for _, name in ipairs(names) do
-		truthy(props[name], tool .. ": \"" .. name .. "\" is declared in properties")
-		local v = (not all and EXTRA[tool] and EXTRA[tool][name]) or sample(tool, name, props[name])
-		checkType(tool, name, props[name], v)
-		args[name] = v
-	end
-	return args
-end
-
--- Wraps args so the test sees which names the handler reads.
-local function watched(args)
-	local seen = {}
-	local proxy = setmetatable({}, {
-		__index = function(_, k)
-			seen[k] = true
-			return args[k]
-		end,
-	})
-	return proxy, seen
-end
+local catalog, order, root = C.catalog, C.order, C.root
+local readJson, buildArgs, watched = C.readJson, C.buildArgs, C.watched
 
 local function freshCtx()
 	Fake.resetModules()
@@ -270,7 +96,11 @@ end
 test("catalog descriptions say what a model needs; the shared rules are said once", function()
 	-- Path syntax and the value encoding are the Studio profile's rules (the server's
 	-- instructions), not repeated in every description (issue 11: tools/list within budget).
-	local rules = readJson(root .. "/common/tools/profiles.json").profiles.studio.rules
+	local profiles = readJson(root .. "/common/tools/profiles.json")
+	local rules = profiles.profiles.studio.rules
+	for _, field in ipairs({ "truncated", "total", "next_offset", "offset", "next_cursor", "cursor" }) do
+		truthy(profiles.instructions:find(field, 1, true), "the instructions explain " .. field)
+	end
 	truthy(rules:find("Workspace[\"a.b\"]", 1, true), "the rules explain bracket quoting")
 	for _, tag in ipairs({ "Vector3", "Color3", "CFrame", "Enum", "Font", "PhysicalProperties", "Faces",
 		"Content", "Region3", "Ray", "Vector3int16" }) do
@@ -282,7 +112,17 @@ test("catalog descriptions say what a model needs; the shared rules are said onc
 		truthy(not t.description:find("Workspace[\"a.b\"]", 1, true), n .. " repeats the path rules")
 		local props = t.inputSchema.properties or {}
 		if props.limit or props.max_nodes or props.max_scripts then
-			truthy(t.description:find("truncated", 1, true), n .. " says how a cut answer looks")
+			-- a cut answer says so (truncated, in the output schema) and how to get the rest (an
+			-- offset, a cursor or since_id to pass); the instructions explain the fields once
+			local out = t.outputSchema and t.outputSchema.properties or {}
+			truthy(out.truncated, n .. ": the output schema has truncated")
+			truthy(props.offset or props.cursor or props.since_id, n .. " takes offset, cursor or since_id")
+			if props.offset then
+				truthy(out.next_offset and out.total, n .. ": the output schema has total and next_offset")
+			end
+			if props.cursor then
+				truthy(out.next_cursor, n .. ": the output schema has next_cursor")
+			end
 		end
 		eq(t.inputSchema.additionalProperties, false, n .. " refuses unknown arguments")
 	end

@@ -29,12 +29,33 @@ test("execute_luau reports compile and runtime errors with the output so far", f
 	truthy(err:find("boom", 1, true) and err:find("step 1", 1, true), err)
 end)
 
-test("execute_luau caps its output and says so", function()
+test("execute_luau caps its output at max_output and says so, with the total printed", function()
 	local _, run = Fake.setup()
-	local r = run("execute_luau", { code = "for i = 1, 600 do print(i) end" })
-	eq(#r.output, 500)
+	-- 600 lines of 10 characters: 6000 characters, over max_output = 1000
+	local r = run("execute_luau", { code = "for i = 1, 600 do print(string.format('%10d', i)) end return 7",
+		max_output = 1000 })
+	eq(#r.output, 100, "lines kept")
 	eq(r.truncated, true)
-	truthy(r.note, "note")
+	same(r.total, { lines = 600, characters = 6000 })
+	truthy(r.note:find("max_output=1000", 1, true), r.note)
+	eq(r.returns[1], 7, "the code ran to its end")
+	-- one line over the cap is cut, not dropped
+	local long = run("execute_luau", { code = "print(string.rep('x', 5000))", max_output = 1000 })
+	eq(#long.output[1].message, 1000)
+	eq(long.total.characters, 5000)
+	-- the line cap holds for many short lines
+	local many = run("execute_luau", { code = "for i = 1, 1500 do print('a') end", max_output = 1000000 })
+	eq(#many.output, 1000)
+	eq(many.total.lines, 1500)
+	-- under the cap: no truncated, no total
+	local small = run("execute_luau", { code = "print('hi')" })
+	eq(small.truncated, nil)
+	eq(small.total, nil)
+	-- a failure says that its output was cut too
+	local err = raises(function()
+		run("execute_luau", { code = "for i = 1, 50 do print(string.rep('y', 100)) end error('late')", max_output = 500 })
+	end, "late")
+	truthy(err:find("5000 characters were printed", 1, true), err)
 end)
 
 ---------------------------------------------------------------- play tests

@@ -170,12 +170,14 @@ end)
 
 test("get_selection reports Explorer's selection", function()
 	local place, run = Fake.setup()
-	eq(run("get_selection", {}).count, 0)
+	eq(run("get_selection", {}).total, 0)
 	place.game.Selection:Set({ place.game.Workspace.Lava, place.game.Workspace.Model })
 	local r = run("get_selection", { limit = 1 })
-	eq(r.count, 2)
+	eq(r.total, 2)
 	eq(r.selection[1].path, "Workspace.Lava")
 	eq(r.truncated, true)
+	eq(r.next_offset, 1)
+	eq(run("get_selection", { limit = 1, offset = 1 }).selection[1].path, "Workspace.Model")
 end)
 
 test("search_by_property finds float32 and quantised values that were set from doubles (F9)", function()
@@ -246,4 +248,168 @@ test("walks of a 100 000-instance place yield: other threads keep running and th
 	local tree = run("get_file_tree", { path = "Workspace", depth = 2, max_nodes = 50 })
 	eq(tree.truncated, true)
 	truthy(tree.note:find("max_nodes", 1, true), tree.note)
+end)
+
+---------------------------------------------------------------- paging (issue 11 §3)
+-- The nodes of one get_file_tree answer: path -> true for every node it shows (not the
+-- "continued" ancestors, which an earlier page showed), in depth-first order.
+local function treeNodes(answer, out, order)
+	local function visit(node, path)
+		if not node.continued then
+			truthy(not out[path], "node " .. path .. " shown twice")
+			out[path] = true
+			table.insert(order, path)
+		end
+		for _, c in ipairs(node.children or {}) do
+			visit(c, path .. "/" .. c.name)
+		end
+	end
+	visit(answer.tree, answer.root)
+end
+
+-- Every page of a get_file_tree walk, following next_cursor.
+local function allTreePages(run, args)
+	local pages, cursor = {}, nil
+	repeat
+		local a = {}
+		for k, v in pairs(args) do
+			a[k] = v
+		end
+		a.cursor = cursor
+		local page = run("get_file_tree", a)
+		table.insert(pages, page)
+		cursor = page.next_cursor
+		eq(page.truncated, cursor ~= nil, "truncated iff there is a next_cursor")
+		truthy(#pages < 1000, "the pages end")
+	until cursor == nil
+	return pages
+end
+
+test("get_file_tree pages: next_cursor continues where max_nodes cut, each node once, more counts the rest", function()
+	local _, run = Fake.setup()
+	local whole = run("get_file_tree", { depth = 4, max_nodes = 2000 })
+	eq(whole.truncated, false)
+	eq(whole.next_cursor, nil)
+	local want, wantOrder = {}, {}
+	treeNodes(whole, want, wantOrder)
+	eq(whole.nodes, #wantOrder)
+	local got, gotOrder = {}, {}
+	local pages = allTreePages(run, { depth = 4, max_nodes = 5 })
+	truthy(#pages >= 3, "several pages: " .. #pages)
+	for i, page in ipairs(pages) do
+		truthy(page.nodes <= 5, "page " .. i .. " nodes")
+		treeNodes(page, got, gotOrder)
+		if i > 1 then
+			eq(page.tree.continued, true, "a later page starts with the root as a continued node")
+		end
+	end
+	same(gotOrder, wantOrder, "the pages show the same nodes in the same order")
+	truthy(pages[1].note:find("cursor=", 1, true), pages[1].note)
+	-- "more" on the first page counts exactly the children its later pages show
+	local firstTop = #(pages[1].tree.children or {})
+	eq(firstTop + (pages[1].tree.more or 0), #whole.tree.children, "shown + more = the root's children")
+	-- a cursor for another depth, or one that is not a cursor, is refused with what to do
+	raises(function() run("get_file_tree", { depth = 3, max_nodes = 5, cursor = pages[1].next_cursor }) end,
+		"depth=3")
+	raises(function() run("get_file_tree", { depth = 4, cursor = "4:x" }) end, "is not a next_cursor")
+	raises(function() run("get_file_tree", { depth = 4, cursor = "4:1..2" }) end, "malformed")
+	raises(function() run("get_file_tree", { depth = 4, cursor = "4:999" }) end, "place changed")
+end)
+
+test("list tools page with offset: total, truncated, next_offset; the pages cover the whole answer", function()
+	local place, run = Fake.setup()
+	for i = 1, 7 do
+		local p = Fake.make("Part", "Paged" .. i, place.game.Workspace, {})
+		p:AddTag("Paged")
+		Fake.make("Script", "PagedScript" .. i, place.game.ServerStorage, { Source = "print(" .. i .. ")" })
+	end
+	local cases = {
+		{ tool = "search_objects", args = { query = "Paged" }, key = "results" },
+		{ tool = "search_objects", args = { class_name = "BasePart" }, key = "results" },
+		{ tool = "get_instance_children", args = { path = "Workspace" }, key = "children" },
+		{ tool = "get_instance_children", args = { path = "Workspace", recursive = true }, key = "children" },
+		{ tool = "search_by_property", args = { property = "Anchored", value = false }, key = "results" },
+		{ tool = "search_files", args = { query = "print" }, key = "results" },
+		{ tool = "get_tagged", args = { tag = "Paged" }, key = "instances" },
+		{ tool = "get_project_structure", args = {}, key = "scripts", limit = "max_scripts" },
+		{ tool = "summarize_game", args = {}, key = "topClasses" },
+	}
+	for _, case in ipairs(cases) do
+		local what = case.tool .. " " .. case.key
+		local whole = run(case.tool, case.args)
+		local n = #whole[case.key]
+		truthy(n >= 3, what .. ": enough to page (" .. n .. ")")
+		eq(whole.total, n, what .. " total")
+		eq(whole.truncated, false, what)
+		local seen, offset, pages = {}, 0, 0
+		while true do
+			local args = {}
+			for k, v in pairs(case.args) do
+				args[k] = v
+			end
+			args[case.limit or "limit"] = 2
+			args.offset = offset
+			local page = run(case.tool, args)
+			pages = pages + 1
+			eq(page.total, n, what .. " page total")
+			for _, item in ipairs(page[case.key]) do
+				table.insert(seen, item)
+			end
+			if not page.truncated then
+				eq(page.next_offset, nil, what)
+				break
+			end
+			eq(page.next_offset, offset + #page[case.key], what .. " next_offset")
+			truthy(page.note:find("offset=" .. page.next_offset, 1, true), page.note)
+			offset = page.next_offset
+		end
+		eq(pages, math.floor((n + 1) / 2), what .. " pages")
+		same(seen, whole[case.key], what .. ": the pages together are the whole answer")
+		local past = run(case.tool, (function()
+			local a = { offset = n + 5 }
+			for k, v in pairs(case.args) do
+				a[k] = v
+			end
+			return a
+		end)())
+		eq(#past[case.key], 0, what .. " past the end")
+		truthy(past.note:find("past the last", 1, true), what .. ": " .. tostring(past.note))
+	end
+end)
+
+test("a 100 000-instance place: get_file_tree pages cost what they show, the cursor goes on", function()
+	local place, run = Fake.setup()
+	Fake.bigPlace(place, 100000)
+	-- count the instances get_file_tree asks for (GetChildren calls) on each page
+	local calls = 0
+	local I = Fake.I
+	local orig = I.classes.Instance.methods.GetChildren
+	I.classes.Instance.methods.GetChildren = function(self)
+		calls = calls + 1
+		return orig(self)
+	end
+	local first = run("get_file_tree", { path = "Workspace", depth = 2, max_nodes = 100 })
+	local firstCalls = calls
+	eq(first.nodes, 100)
+	eq(first.truncated, true)
+	truthy(firstCalls <= 150, "the first page looked at " .. firstCalls .. " instances, not the place")
+	-- a page far into the tree skips what came before by index, without walking it
+	local page, cursor = first, first.next_cursor
+	for _ = 1, 5 do
+		page = run("get_file_tree", { path = "Workspace", depth = 2, max_nodes = 100, cursor = cursor })
+		cursor = page.next_cursor
+	end
+	calls = 0
+	local later = run("get_file_tree", { path = "Workspace", depth = 2, max_nodes = 100, cursor = cursor })
+	I.classes.Instance.methods.GetChildren = orig
+	truthy(calls <= 150, "a later page looked at " .. calls .. " instances")
+	eq(later.nodes, 100)
+	eq(later.tree.continued, true)
+	local a, ao = {}, {}
+	treeNodes(first, a, ao)
+	local b, bo = {}, {}
+	treeNodes(later, b, bo)
+	for path in pairs(b) do
+		truthy(not a[path], path .. " is on two pages")
+	end
 end)

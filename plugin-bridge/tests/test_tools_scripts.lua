@@ -156,5 +156,21 @@ test("check_syntax compiles without running: source, one script, every script un
 	eq(run("check_syntax", { path = "ServerScriptService.MainScript" }).ok, true)
 	local cut = run("check_syntax", { limit = 1 })
 	eq(cut.truncated, true)
-	truthy(cut.note:find("limit=1", 1, true), cut.note)
+	eq(cut.checked, 1)
+	eq(cut.total, all.checked)
+	eq(cut.next_offset, 1)
+	truthy(cut.note:find("offset=1", 1, true), cut.note)
+	-- the pages together check every script once and find the same error
+	local found, checked, offset = 0, 0, 0
+	while true do
+		local page = run("check_syntax", { limit = 2, offset = offset })
+		checked = checked + page.checked
+		found = found + #page.errors
+		if not page.truncated then
+			break
+		end
+		offset = page.next_offset
+	end
+	eq(checked, all.checked)
+	eq(found, 1)
 end)

@@ -147,6 +147,26 @@ describe('requests to the daemon', () => {
     await finish(p);
   });
 
+  test('arguments the whole schema refuses never leave runbox, though tools/list omits the ceilings',
+       async () => {
+    const fake = await fakeDaemon(okHandler);
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    const listed = (await p.request('tools/list', {})).result.tools.find((t) => t.name === 'read_file');
+    assert.equal(listed.inputSchema.properties.path.maxLength, undefined, 'the listing has no ceiling');
+    assert.equal(listed.inputSchema.additionalProperties, undefined);
+    const long = await p.callTool('read_file', { path: '/' + 'a'.repeat(5000) });
+    assert.equal(long.isError, true);
+    assert.match(resultText(long), /arguments\.path: .*at most 4096/);
+    const extra = await p.callTool('read_file', { path: '/a', colour: 'red' });
+    assert.equal(extra.isError, true);
+    assert.match(resultText(extra), /arguments\.colour: unexpected property/);
+    assert.equal(fake.seen.length, 0, 'no HTTP request was made');
+    assert.equal((await p.callTool('read_file', { path: '/a' })).isError, false);
+    assert.equal(fake.seen.length, 1);
+    await finish(p);
+  });
+
   test('HTTP errors become isError messages that name the status', async () => {
     const fake = await fakeDaemon((req, res) => {
       if (req.url === '/tool/read_file')

@@ -245,18 +245,26 @@ describe('Studio calls', () => {
     await p.disconnect();
   });
 
-  test('[] stands for {} where an object is expected', async () => {
+  test('[] stands for {} where an object is expected (the body; a result where its outputSchema says so)', async () => {
     const p = new FakePlugin(d.port, { instance: 'arr' });
     // An empty entries table encodes as [] or {}; both are accepted.
     assert.deepEqual((await p.post('/console', '{"instance":"arr","entries":{}}')).body,
                      { ok: true, accepted: 0 });
     assert.deepEqual((await p.post('/console', '[]')).status, 400); // no entries at all
-    // An empty result table arrives as [] and is passed through as it is.
-    p.handler = async (cmd) => `{"id":"${cmd.id}","ok":true,"result":[]}`;
+    // An empty table arrives as []: it becomes {} where the tool's outputSchema wants an object
+    // (get_attributes' whole answer; its attributes), and stays [] where it wants an array.
+    p.handler = async (cmd) => (cmd.tool === 'get_tags'
+      ? `{"id":"${cmd.id}","ok":true,"result":{"path":"Workspace","tags":[]}}`
+      : cmd.args.path === 'Workspace'
+        ? `{"id":"${cmd.id}","ok":true,"result":[]}`
+        : `{"id":"${cmd.id}","ok":true,"result":{"path":"x","attributes":[],"count":0}}`);
     p.start();
     await p.waitRegistered();
-    const r = body(await d.call('get_attributes', { path: 'Workspace' }));
-    assert.deepEqual(r.result, []);
+    assert.deepEqual(body(await d.call('get_attributes', { path: 'Workspace' })).result, {});
+    assert.deepEqual(body(await d.call('get_attributes', { path: 'Workspace.Part' })).result,
+                     { path: 'x', attributes: {}, count: 0 });
+    assert.deepEqual(body(await d.call('get_tags', { path: 'Workspace' })).result,
+                     { path: 'Workspace', tags: [] });
     await p.disconnect();
   });
 

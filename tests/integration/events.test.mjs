@@ -221,6 +221,21 @@ function collect(client, schema) {
   };
 }
 
+test('/mcp: a call the whole schema refuses is isError naming the argument (tools/list omits ceilings)',
+     async () => {
+  const client = await mcpClient();
+  const { tools } = await client.listTools();
+  const readFile = tools.find((t) => t.name === 'read_file');
+  assert.equal(readFile.inputSchema.properties.path.maxLength, undefined);
+  const long = await client.callTool({ name: 'read_file', arguments: { path: '/' + 'a'.repeat(5000) } });
+  assert.equal(long.isError, true);
+  assert.match(long.content[0].text, /arguments\.path: .*at most 4096/);
+  const extra = await client.callTool({ name: 'read_file', arguments: { path: '/a', colour: 1 } });
+  assert.equal(extra.isError, true);
+  assert.match(extra.content[0].text, /arguments\.colour: unexpected property/);
+  await client.close();
+});
+
 test('/mcp: the server says what it sends: logging, resources.subscribe and listChanged', async () => {
   const client = await mcpClient();
   const caps = client.getServerCapabilities();

@@ -63,13 +63,17 @@ test('tools/list: the five workspace tools with their input schemas', async () =
         assert.equal(tool.inputSchema.type, 'object', `${tool.name} inputSchema.type`);
         assert.equal(typeof tool.inputSchema.properties, 'object', `${tool.name} properties`);
         assert.ok(tool.description.length > 0, `${tool.name} has a description`);
-        assert.equal(typeof tool.annotations?.readOnlyHint, 'boolean', `${tool.name} annotations`);
+        assert.equal(typeof tool.annotations, 'object', `${tool.name} annotations`);
     }
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     assert.deepEqual(byName.read_file.inputSchema.required, ['path']);
     assert.deepEqual([...byName.write_file.inputSchema.required].sort(), ['content', 'path']);
-    assert.equal(byName.read_file.annotations.readOnlyHint, true);
-    assert.equal(byName.remove.annotations.destructiveHint, true);
+    // Hints that equal MCP's defaults are left out: read them as a client must.
+    const hint = (t, name, dflt) => byName[t].annotations?.[name] ?? dflt;
+    assert.equal(hint('read_file', 'readOnlyHint', false), true);
+    assert.equal(hint('remove', 'readOnlyHint', false), false);
+    assert.equal(hint('remove', 'destructiveHint', true), true);
+    assert.equal(hint('read_file', 'openWorldHint', true), false);
     assert.equal(byName.list_dir.outputSchema?.type, 'object', 'list_dir has an outputSchema');
 });
 

@@ -254,7 +254,7 @@ START_TEST(test_catalog_tools_json_shape)
 {
     const struct catalog *cat = catalog_builtin();
     const char *text = catalog_tools_json(cat);
-    cJSON *arr = cJSON_Parse(text);
+    cJSON *arr = cJSON_Parse(text), *listed;
     const cJSON *tool;
     size_t i = 0;
 
@@ -270,12 +270,88 @@ START_TEST(test_catalog_tools_json_shape)
         ck_assert_str_eq(cJSON_GetObjectItem(tool, "name")->valuestring, catalog_tool_name(t));
         ck_assert(cJSON_IsString(cJSON_GetObjectItem(tool, "title")));
         ck_assert(cJSON_IsString(cJSON_GetObjectItem(tool, "description")));
-        ck_assert(cJSON_Compare(cJSON_GetObjectItem(tool, "inputSchema"),
-                                catalog_tool_input_schema(t), true));
+        listed = catalog_listed_schema(catalog_tool_input_schema(t));
+        ck_assert(cJSON_Compare(cJSON_GetObjectItem(tool, "inputSchema"), listed, true));
+        cJSON_Delete(listed);
         ck_assert_ptr_null(cJSON_GetObjectItem(tool, "route"));
         ck_assert_ptr_null(cJSON_GetObjectItem(tool, "group"));
         ck_assert_int_eq(cJSON_GetObjectItem(tool, "outputSchema") != NULL,
                          catalog_tool_output_schema(t) != NULL);
+    }
+    cJSON_Delete(arr);
+}
+END_TEST
+
+/* The listed input schema leaves out what only validation needs, and keeps everything a model
+ * reads: names, types, descriptions, enums, ranges, defaults, required, value schemas. */
+START_TEST(test_catalog_listed_schema_drops_only_ceilings)
+{
+    cJSON *schema = cJSON_Parse(
+        "{\"type\":\"object\",\"properties\":{"
+        "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":1000,\"description\":\"P\"},"
+        "\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5,\"default\":2},"
+        "\"mode\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]},"
+        "\"list\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":9,\"items\":{\"type\":\"object\","
+        "\"properties\":{\"k\":{\"type\":\"string\",\"maxLength\":3}},\"additionalProperties\":"
+        "false}},"
+        "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"maxLength\":"
+        "9}},"
+        "\"v\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":4},{\"type\":\"number\"}]}},"
+        "\"required\":[\"path\"],\"additionalProperties\":false}");
+    cJSON *want =
+        cJSON_Parse("{\"type\":\"object\",\"properties\":{"
+                    "\"path\":{\"type\":\"string\",\"description\":\"P\"},"
+                    "\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5,\"default\":2},"
+                    "\"mode\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]},"
+                    "\"list\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+                    "\"properties\":{\"k\":{\"type\":\"string\"}}}},"
+                    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+                    "\"v\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"number\"}]}},"
+                    "\"required\":[\"path\"]}");
+    cJSON *listed = catalog_listed_schema(schema), *none = cJSON_Parse("{\"type\":\"object\","
+                                                                       "\"properties\":{}}");
+    cJSON *bare;
+
+    ck_assert_ptr_nonnull(listed);
+    ck_assert_msg(cJSON_Compare(listed, want, true), "%s", cJSON_PrintUnformatted(listed));
+    ck_assert_ptr_nonnull(cJSON_GetObjectItem(schema, "additionalProperties")); /* a copy */
+    bare = catalog_listed_schema(none);
+    ck_assert_ptr_null(cJSON_GetObjectItem(bare, "properties"));
+    cJSON_Delete(bare);
+    cJSON_Delete(none);
+    cJSON_Delete(listed);
+    cJSON_Delete(want);
+    cJSON_Delete(schema);
+}
+END_TEST
+
+/* tools/list shows an annotation only when it says something MCP's default does not. */
+START_TEST(test_catalog_listing_leaves_out_default_hints)
+{
+    const struct catalog *cat = catalog_builtin();
+    cJSON *arr = cJSON_Parse(catalog_tools_json(cat));
+    const cJSON *tool;
+    size_t i = 0;
+
+    cJSON_ArrayForEach(tool, arr)
+    {
+        const cJSON *full =
+            cJSON_GetObjectItem(catalog_tool_object(catalog_at(cat, i++)), "annotations");
+        const cJSON *shown = cJSON_GetObjectItem(tool, "annotations"), *h;
+
+        cJSON_ArrayForEach(h, full)
+        {
+            const cJSON *s = cJSON_GetObjectItem(shown, h->string);
+            bool dflt = strcmp(h->string, "destructiveHint") == 0 ||
+                        strcmp(h->string, "openWorldHint") == 0;
+
+            if (cJSON_IsTrue(h) == dflt)
+                ck_assert_msg(s == NULL, "%s shows a default %s",
+                              catalog_tool_name(catalog_at(cat, i - 1)), h->string);
+            else
+                ck_assert_msg(cJSON_Compare(s, h, true), "%s lost %s",
+                              catalog_tool_name(catalog_at(cat, i - 1)), h->string);
+        }
     }
     cJSON_Delete(arr);
 }
@@ -452,8 +528,7 @@ START_TEST(test_catalog_custom_accessors)
                      "\"inputSchema\":{\"type\":\"object\"}},"
                      "{\"name\":\"mid.tool-1\",\"title\":\"M\",\"description\":\"D\","
                      "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
-                     "\"string\"}}},\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":"
-                     "true},\"outputSchema\":{\"type\":\"object\"}},"
+                     "\"string\"}}},\"outputSchema\":{\"type\":\"object\"}},"
                      "{\"name\":\"zeta\",\"title\":\"T\",\"description\":\"D\","
                      "\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"readOnlyHint\":"
                      "true}}]");
@@ -626,6 +701,8 @@ static Suite *catalog_suite(void)
     tcase_add_test(tc, test_catalog_builtin_output_schemas_check);
     tcase_add_test(tc, test_catalog_builtin_types_are_single);
     tcase_add_test(tc, test_catalog_tools_json_shape);
+    tcase_add_test(tc, test_catalog_listed_schema_drops_only_ceilings);
+    tcase_add_test(tc, test_catalog_listing_leaves_out_default_hints);
     tcase_add_test(tc, test_catalog_builtin_once_across_threads);
     tcase_add_test(tc, test_catalog_profiles_fit_their_budgets);
     tcase_add_test(tc, test_catalog_select_profiles_and_groups);

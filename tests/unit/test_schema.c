@@ -393,6 +393,54 @@ static const struct {
      "properties.e: enum[1]: expected string, got integer"},
 };
 
+/* Roblox writes {} as []: replaced exactly where the schema wants an object. */
+START_TEST(test_schema_coerce_empty_objects)
+{
+    cJSON *schema = cJSON_Parse(
+        "{\"type\":\"object\",\"properties\":{\"attributes\":{\"type\":\"object\"},"
+        "\"tags\":{\"type\":\"array\"},\"any\":{},\"list\":{\"type\":\"array\",\"items\":"
+        "{\"type\":\"object\",\"properties\":{\"props\":{\"type\":\"object\"}}}},"
+        "\"map\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\"}}}}");
+    cJSON *v = cJSON_Parse("{\"attributes\":[],\"tags\":[],\"any\":[],\"list\":[{\"props\":[]},"
+                           "[]],\"map\":{\"a\":[],\"b\":[1]},\"extra\":[]}");
+    cJSON *top = cJSON_Parse("[]");
+    char *text;
+
+    ck_assert_int_eq(schema_coerce_empty_objects(schema, &v), 4);
+    text = cJSON_PrintUnformatted(v);
+    ck_assert_str_eq(text, "{\"attributes\":{},\"tags\":[],\"any\":[],\"list\":[{\"props\":{}},{}],"
+                           "\"map\":{\"a\":{},\"b\":[1]},\"extra\":[]}");
+    cJSON_free(text);
+    ck_assert_int_eq(schema_coerce_empty_objects(schema, &top), 1);
+    ck_assert(cJSON_IsObject(top));
+    ck_assert_int_eq(schema_coerce_empty_objects(schema, &v), 0); /* nothing left to do */
+    cJSON_Delete(top);
+    cJSON_Delete(v);
+    cJSON_Delete(schema);
+}
+END_TEST
+
+START_TEST(test_schema_report_text_joins_lines)
+{
+    struct schema_report rep;
+    cJSON *schema = cJSON_Parse("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},"
+                                "\"b\":{\"type\":\"integer\"}},\"additionalProperties\":false}");
+    cJSON *v =
+        cJSON_Parse("{\"a\":1,\"b\":\"x\",\"c\":1,\"d\":2,\"e\":3,\"f\":4,\"g\":5,\"h\":6,\"i\":7,"
+                    "\"j\":8}");
+    char *text;
+
+    ck_assert_int_eq(schema_validate(schema, v, "arguments", &rep), -1);
+    text = schema_report_text(&rep);
+    ck_assert_ptr_nonnull(strstr(text, "arguments.a: expected string"));
+    ck_assert_ptr_nonnull(strstr(text, "\narguments.b: expected integer"));
+    ck_assert_ptr_nonnull(strstr(text, "\n(2 more problems)"));
+    free(text);
+    cJSON_Delete(v);
+    cJSON_Delete(schema);
+}
+END_TEST
+
 START_TEST(test_schema_check_table)
 {
     cJSON *schema = cJSON_Parse(check_cases[_i].schema);
@@ -472,6 +520,8 @@ static Suite *schema_suite(void)
                         (int)(sizeof(check_cases) / sizeof(check_cases[0])));
     tcase_add_test(tc, test_schema_check_depth_limit);
     tcase_add_test(tc, test_schema_check_null);
+    tcase_add_test(tc, test_schema_coerce_empty_objects);
+    tcase_add_test(tc, test_schema_report_text_joins_lines);
     suite_add_tcase(s, tc);
     return s;
 }

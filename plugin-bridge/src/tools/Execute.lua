@@ -1,7 +1,10 @@
 -- tools/Execute.lua - execute_luau: runs Luau in the plugin (edit DataModel) with loadstring.
 -- print and warn are captured (and still reach Studio's output); the result is
---   {output = [{level = "info"|"warn", message}], returns = [value, ...], truncated?}
--- with returned values in the tagged encoding (Instances as paths, tables recursively).
+--   {output = [{level = "info"|"warn", message}], returns = [value, ...],
+--    truncated?, total? = {lines, characters}}
+-- with returned values in the tagged encoding (Instances as paths, tables recursively). The
+-- output kept is capped by max_output characters (and MAX_OUTPUT_LINES lines); past the cap a
+-- line is cut or dropped, and the answer says truncated with the total printed.
 -- A compile or runtime error fails the call; the message includes the output printed so far.
 -- Runs as one ChangeHistoryService recording like any write tool, so Ctrl+Z undoes it.
 
@@ -10,8 +13,9 @@ local Globals = require(script.Parent.Parent.Globals)
 local U = require(script.Parent.Util)
 
 local MAX_CODE = 200000
-local MAX_OUTPUT_LINES = 500
-local MAX_OUTPUT_CHARS = 50000
+local MAX_OUTPUT_LINES = 1000
+local DEFAULT_OUTPUT_CHARS = 20000
+local MAX_OUTPUT_CHARS = 1000000
 
 -- error({...}) raises a table: its message field, else its JSON, instead of "table: 0x...".
 local function errorText(err)
@@ -43,7 +47,9 @@ T.execute_luau = {
 		if not fn then
 			error("compile error: " .. tostring(cerr), 0)
 		end
+		local maxChars = U.int(args, "max_output", DEFAULT_OUTPUT_CHARS, 100, MAX_OUTPUT_CHARS)
 		local output, chars, truncated = {}, 0, false
+		local printedLines, printedChars = 0, 0
 		-- ctx.env (tests) is a table with an __index; in Studio the globals table of Globals.lua
 		-- (no getfenv on the plugin's own code: that would deoptimise the whole plugin).
 		local base = ctx.env or Globals.env()
@@ -54,7 +60,13 @@ T.execute_luau = {
 					parts[i] = tostring((select(i, ...)))
 				end
 				local msg = table.concat(parts, " ")
-				if #output < MAX_OUTPUT_LINES and chars + #msg <= MAX_OUTPUT_CHARS then
+				printedLines = printedLines + 1
+				printedChars = printedChars + #msg
+				if #output < MAX_OUTPUT_LINES and chars < maxChars then
+					if chars + #msg > maxChars then
+						msg = string.sub(msg, 1, maxChars - chars) -- bytes: a UTF-8 character may be cut
+						truncated = true
+					end
 					table.insert(output, { level = level, message = msg })
 					chars = chars + #msg
 				else
@@ -87,6 +99,10 @@ T.execute_luau = {
 			if #lines > 0 then
 				msg = msg .. "\noutput before the error:\n" .. table.concat(lines, "\n")
 			end
+			if truncated then
+				msg = msg .. "\n(output cut at max_output=" .. maxChars .. ": " .. printedLines .. " lines, "
+					.. printedChars .. " characters were printed)"
+			end
 			error(msg, 0)
 		end
 		local returns = {}
@@ -101,7 +117,10 @@ T.execute_luau = {
 		local out = { output = output, returns = returns }
 		if truncated then
 			out.truncated = true
-			out.note = "output cut at " .. MAX_OUTPUT_LINES .. " lines / " .. MAX_OUTPUT_CHARS .. " characters"
+			out.total = { lines = printedLines, characters = printedChars }
+			out.note = "output cut at max_output=" .. maxChars .. " characters (or " .. MAX_OUTPUT_LINES
+				.. " lines): " .. printedLines .. " lines, " .. printedChars .. " characters were printed;"
+				.. " raise max_output (up to " .. MAX_OUTPUT_CHARS .. ") or print less"
 		end
 		return out
 	end,

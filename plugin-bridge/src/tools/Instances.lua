@@ -1,10 +1,11 @@
 -- tools/Instances.lua - reading the place: tree, searches, properties, classes, summaries.
--- Every tool here is read-only. Large answers are capped (depth, max_nodes, limit) and say so
--- with truncated = true and a note.
+-- Every tool here is read-only. Large answers come in pages (tools/Paging.lua): a cut answer
+-- says truncated = true, the total, and the offset or cursor of the next page.
 
 local Paths = require(script.Parent.Parent.Paths)
 local Values = require(script.Parent.Parent.Values)
 local U = require(script.Parent.Util)
+local Paging = require(script.Parent.Paging)
 
 -- Properties tried by get_instance_properties / get_class_info when the engine has no
 -- reflection API available; members a class lacks are skipped.
@@ -113,6 +114,7 @@ local function matches(text, query, caseSensitive)
 end
 
 local SUMMARY_MAX = 500000 -- instances summarize_game counts at most
+local CONTAINERS_MAX = 1000 -- containers get_project_structure lists at most
 
 local T = {}
 
@@ -120,38 +122,20 @@ T.get_file_tree = {
 	readOnly = true,
 	run = function(args, ctx)
 		local root = U.root(ctx, args)
-		local depth = U.int(args, "depth", 3, 1, 10)
-		local maxNodes = U.int(args, "max_nodes", 300, 1, 2000)
-		local count = 0
-		local truncated = false
-		local function build(inst, level)
-			count = count + 1
-			local node = { name = inst.Name, className = inst.ClassName }
-			local list = shownChildren(inst)
-			if #list == 0 then
-				return node
-			end
-			if level >= depth then
-				node.more = #list
-				return node
-			end
-			node.children = {}
-			for i, c in ipairs(list) do
-				if count >= maxNodes then
-					truncated = true
-					node.more = #list - i + 1
-					break
-				end
-				table.insert(node.children, build(c, level + 1))
-			end
-			return node
-		end
-		local tree = build(root, 0)
-		local out = { root = Paths.format(root), tree = tree, nodes = count, truncated = truncated }
-		if truncated then
-			out.note = "stopped at max_nodes=" .. maxNodes .. "; \"more\" counts children not shown. Ask for a"
-				.. " deeper path or a larger max_nodes."
-		end
+		local out = Paging.tree({
+			root = root,
+			depth = U.int(args, "depth", 3, 1, 10),
+			maxNodes = U.int(args, "max_nodes", 300, 1, 2000),
+			cursor = U.str(args, "cursor", true),
+			children = shownChildren,
+			label = function(inst)
+				return { name = inst.Name, className = inst.ClassName }
+			end,
+			yield = function()
+				task.wait()
+			end,
+		})
+		out.root = Paths.format(root)
 		return out
 	end,
 }
@@ -161,10 +145,8 @@ T.search_files = {
 	run = function(args, ctx)
 		local query = U.str(args, "query")
 		local root = U.root(ctx, args)
-		local limit = U.int(args, "limit", 50, 1, 500)
+		local pager = Paging.new(U, args, 50, 500)
 		local cs = args.case_sensitive == true
-		local results = {}
-		local truncated = false
 		U.walk(root, function(inst)
 			if not U.isScript(inst) then
 				return false
@@ -185,19 +167,11 @@ T.search_files = {
 			end
 			if hit.nameMatch or #lines > 0 then
 				hit.lines = lines
-				if #results >= limit then
-					truncated = true
-					return true
-				end
-				table.insert(results, hit)
+				return pager:add(hit)
 			end
 			return false
 		end)
-		local out = { query = query, results = results, truncated = truncated }
-		if truncated then
-			out.note = "more scripts match than limit=" .. limit .. "; narrow the path or raise limit"
-		end
-		return out
+		return pager:finish({ query = query }, "results", "matching scripts")
 	end,
 }
 
@@ -247,24 +221,16 @@ T.search_objects = {
 			error("give a query (part of a name), a class_name, or both", 0)
 		end
 		local root = U.root(ctx, args)
-		local limit = U.int(args, "limit", 50, 1, 1000)
-		local results = {}
-		local truncated = false
+		local pager = Paging.new(U, args, 50, 1000)
 		U.walk(root, function(inst)
 			if (query == nil or matches(inst.Name, query, false)) and (className == nil or inst:IsA(className)) then
-				if #results >= limit then
-					truncated = true
-					return true
-				end
-				table.insert(results, U.describe(inst))
+				return pager:add(function()
+					return U.describe(inst)
+				end)
 			end
 			return false
 		end)
-		local out = { results = results, truncated = truncated }
-		if truncated then
-			out.note = "more objects match than limit=" .. limit .. "; narrow the path/class_name or raise limit"
-		end
-		return out
+		return pager:finish({}, "results", "matching instances")
 	end,
 }
 
@@ -298,29 +264,27 @@ T.get_instance_children = {
 	readOnly = true,
 	run = function(args, ctx)
 		local inst = U.resolve(ctx, U.str(args, "path"))
-		local limit = U.int(args, "limit", 200, 1, 2000)
+		local pager = Paging.new(U, args, 200, 2000)
 		local className = U.str(args, "class_name", true)
-		local list
-		if args.recursive then
-			list = inst:GetDescendants()
-		else
-			list = children(inst)
-		end
-		local out = {}
-		local total = 0
-		for _, c in ipairs(list) do
+		local function visit(c)
 			if className == nil or c:IsA(className) then
-				total = total + 1
-				if #out < limit then
-					table.insert(out, U.describe(c))
+				return pager:add(function()
+					return U.describe(c)
+				end)
+			end
+			return false
+		end
+		if args.recursive then
+			U.walk(inst, visit)
+		else
+			for _, c in ipairs(children(inst)) do
+				local ok, stop = pcall(visit, c)
+				if ok and stop then
+					break
 				end
 			end
 		end
-		local res = { path = Paths.format(inst), children = out, total = total, truncated = total > #out }
-		if res.truncated then
-			res.note = "showing " .. #out .. " of " .. total .. "; raise limit (max 2000) or filter by class_name"
-		end
-		return res
+		return pager:finish({ path = Paths.format(inst) }, "children", "children")
 	end,
 }
 
@@ -333,9 +297,7 @@ T.search_by_property = {
 		end
 		local root = U.root(ctx, args)
 		local className = U.str(args, "class_name", true)
-		local limit = U.int(args, "limit", 50, 1, 1000)
-		local results = {}
-		local truncated = false
+		local pager = Paging.new(U, args, 50, 1000)
 		local cache = {}
 		U.walk(root, function(inst)
 			if className and not inst:IsA(className) then
@@ -353,21 +315,15 @@ T.search_by_property = {
 			end
 			local want = cache[key]
 			if want.ok and Values.near(want.value, cur) then
-				if #results >= limit then
-					truncated = true
-					return true
-				end
-				local d = U.describe(inst)
-				d.value = Values.encode(cur)
-				table.insert(results, d)
+				return pager:add(function()
+					local d = U.describe(inst)
+					d.value = Values.encode(cur)
+					return d
+				end)
 			end
 			return false
 		end)
-		local out = { property = prop, results = results, truncated = truncated }
-		if truncated then
-			out.note = "more objects match than limit=" .. limit
-		end
-		return out
+		return pager:finish({ property = prop }, "results", "matching instances")
 	end,
 }
 
@@ -434,23 +390,19 @@ T.get_project_structure = {
 	readOnly = true,
 	run = function(args, ctx)
 		local depth = U.int(args, "depth", 3, 1, 10)
-		local maxScripts = U.int(args, "max_scripts", 300, 1, 2000)
-		local scripts = {}
-		local containers = {}
-		local truncated = false
+		local pager = Paging.new(U, args, 300, 2000, "max_scripts")
+		local containers, containerCount = {}, 0
 		for _, svc in ipairs(shownChildren(ctx.game)) do
 			U.walk(svc, function(inst)
 				if U.isScript(inst) then
-					if #scripts >= maxScripts then
-						truncated = true
-						return true
-					end
-					local okS, src = pcall(U.getSource, ctx, inst)
-					local lines = 0
-					if okS and type(src) == "string" then
-						lines = #U.splitLines(src)
-					end
-					table.insert(scripts, { path = Paths.format(inst), className = inst.ClassName, lines = lines })
+					return pager:add(function()
+						local okS, src = pcall(U.getSource, ctx, inst)
+						local lines = 0
+						if okS and type(src) == "string" then
+							lines = #U.splitLines(src)
+						end
+						return { path = Paths.format(inst), className = inst.ClassName, lines = lines }
+					end)
 				elseif inst:IsA("Folder") or inst:IsA("Model") or inst:IsA("ScreenGui") then
 					local d, p = 0, inst
 					while p and p ~= svc do
@@ -458,16 +410,21 @@ T.get_project_structure = {
 						p = p.Parent
 					end
 					if d <= depth then
-						table.insert(containers, { path = Paths.format(inst), className = inst.ClassName,
-							children = #children(inst) })
+						containerCount = containerCount + 1
+						if #containers < CONTAINERS_MAX then
+							table.insert(containers, { path = Paths.format(inst), className = inst.ClassName,
+								children = #children(inst) })
+						end
 					end
 				end
 				return false
 			end)
 		end
-		local out = { scripts = scripts, containers = containers, truncated = truncated }
-		if truncated then
-			out.note = "stopped at max_scripts=" .. maxScripts
+		local out = pager:finish({ containers = containers, containerCount = containerCount }, "scripts", "scripts")
+		if containerCount > #containers then
+			out.truncated = true
+			out.note = (out.note and (out.note .. "; ") or "") .. "containers cut at " .. CONTAINERS_MAX .. " of "
+				.. containerCount .. " (ask for less depth)"
 		end
 		return out
 	end,
@@ -510,22 +467,26 @@ T.summarize_game = {
 			end
 			return a.className < b.className
 		end)
-		while #classes > 25 do
-			table.remove(classes)
+		local pager = Paging.new(U, args, 25, 1000)
+		for _, c in ipairs(classes) do
+			pager:add(c)
 		end
 		local okT, tags = pcall(function() return U.svc(ctx, "CollectionService"):GetAllTags() end)
-		return {
+		local out = pager:finish({
 			name = g.Name,
 			placeId = g.PlaceId,
 			instances = total,
 			scripts = scripts,
 			scriptLines = lines,
-			topClasses = classes,
 			services = services,
 			tags = okT and tags or {},
-			truncated = cut,
-			note = cut and ("stopped counting at " .. SUMMARY_MAX .. " instances") or nil,
-		}
+		}, "topClasses", "classes")
+		if cut then
+			out.truncated = true
+			out.note = (out.note and (out.note .. "; ") or "") .. "stopped counting at " .. SUMMARY_MAX
+				.. " instances: the counts cover only those"
+		end
+		return out
 	end,
 }
 

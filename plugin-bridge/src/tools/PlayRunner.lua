@@ -8,6 +8,8 @@
 
 local PlayRunner = {}
 
+PlayRunner.MAX_LOGS = 500 -- log lines a run keeps (logCount says how many there were)
+
 -- The Luau source of the temporary server Script: the user's code first, as a vararg function
 -- that sees none of the runner's locals, then the runner.
 function PlayRunner.wrapUser(code)
@@ -28,9 +30,10 @@ function PlayRunner.source(code, timeout, nonce)
 		"\tend",
 		"\tlocal LogService = game:GetService(\"LogService\")",
 		"\tlocal HttpService = game:GetService(\"HttpService\")",
-		"\tlocal logs, started, finished = {}, os.clock(), false",
+		"\tlocal logs, logCount, started, finished = {}, 0, os.clock(), false",
 		"\tlocal conn = LogService.MessageOut:Connect(function(message, kind)",
-		"\t\tif #logs < 500 then",
+		"\t\tlogCount = logCount + 1",
+		"\t\tif #logs < " .. PlayRunner.MAX_LOGS .. " then",
 		"\t\t\tlocal level = \"info\"",
 		"\t\t\tif kind == Enum.MessageType.MessageWarning then level = \"warn\"",
 		"\t\t\telseif kind == Enum.MessageType.MessageError then level = \"error\" end",
@@ -42,6 +45,7 @@ function PlayRunner.source(code, timeout, nonce)
 		"\t\tfinished = true",
 		"\t\tconn:Disconnect()",
 		"\t\tresult.logs = logs",
+		"\t\tresult.logCount = logCount",
 		"\t\tresult.duration = os.clock() - started",
 		"\t\tSTS:EndTest(result)",
 		"\tend",

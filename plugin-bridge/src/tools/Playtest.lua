@@ -145,14 +145,15 @@ end
 -- Runs compiled code in this (test server) DataModel with print/warn captured, waiting up to
 -- timeout seconds; the same answer shape as a run through a fresh test.
 local function runHere(ctx, fn, timeout)
-	local logs = {}
+	local logs, logCount = {}, 0
 	local function capture(level)
 		return function(...)
 			local parts = {}
 			for i = 1, select("#", ...) do
 				parts[i] = tostring((select(i, ...)))
 			end
-			if #logs < 500 then
+			logCount = logCount + 1
+			if #logs < PlayRunner.MAX_LOGS then
 				table.insert(logs, { level = level, message = table.concat(parts, " ") })
 			end
 		end
@@ -188,6 +189,8 @@ local function runHere(ctx, fn, timeout)
 	end
 	result.isTimeout = result.isTimeout == true
 	result.logs = logs
+	result.logCount = logCount
+	result.truncated = logCount > #logs
 	result.duration = os.clock() - started
 	result.ranIn = "play_server"
 	return result
@@ -333,12 +336,17 @@ T.run_script_in_play_mode = {
 			return { success = false, error = "the test ended without a result (stopped by hand, or it outlived"
 				.. " its timeout)", value = Values.encode(res) }
 		end
+		local logs = type(res.logs) == "table" and res.logs or {}
+		local logCount = type(res.logCount) == "number" and res.logCount or #logs
 		return {
 			success = res.success == true,
 			value = res.value,
 			error = res.error,
 			isTimeout = res.isTimeout == true,
-			logs = res.logs or {},
+			logs = logs,
+			logCount = logCount,
+			truncated = logCount > #logs,
+			note = logCount > #logs and ("kept the first " .. #logs .. " of " .. logCount .. " log lines") or nil,
 			duration = res.duration,
 		}
 	end,

@@ -5,6 +5,7 @@
 
 local Paths = require(script.Parent.Parent.Paths)
 local U = require(script.Parent.Util)
+local Paging = require(script.Parent.Paging)
 
 local DEFAULT_MAX_CHARS = 100000
 local MAX_SOURCE = 1000000
@@ -75,7 +76,7 @@ T.check_syntax = {
 	readOnly = true,
 	run = function(args, ctx)
 		local source = U.str(args, "source", true)
-		local limit = U.int(args, "limit", 500, 1, 5000)
+		local pager = Paging.new(U, args, 500, 5000)
 		local path = args.path
 		if source ~= nil then
 			local e = syntaxError(source, "source")
@@ -85,21 +86,17 @@ T.check_syntax = {
 			return { checked = 1, ok = e == nil, errors = { e } }
 		end
 		local root = U.root(ctx, { path = path })
-		local list, truncated = {}, false
 		if U.isScript(root) then
-			list[1] = root
+			pager:add(root)
 		else
 			U.walk(root, function(inst)
 				if U.isScript(inst) then
-					if #list >= limit then
-						truncated = true
-						return true
-					end
-					table.insert(list, inst)
+					return pager:add(inst)
 				end
 				return false
 			end)
 		end
+		local list = pager.items
 		local errors = {}
 		for i, scr in ipairs(list) do
 			local where = Paths.format(scr)
@@ -115,8 +112,9 @@ T.check_syntax = {
 				task.wait() -- compiling many scripts: let the poll loop run
 			end
 		end
-		return { checked = #list, ok = #errors == 0, errors = errors, truncated = truncated,
-			note = truncated and ("stopped at limit=" .. limit .. " scripts; narrow the path or raise limit") or nil }
+		local out = pager:finish({ checked = #list, ok = #errors == 0, errors = errors }, "scripts", "scripts")
+		out.scripts = nil -- the page's scripts are counted by checked; errors name theirs
+		return out
 	end,
 }
 

@@ -1,19 +1,20 @@
 -- tools/Selection.lua - what the user has selected in Studio's Explorer.
 
 local U = require(script.Parent.Util)
+local Paging = require(script.Parent.Paging)
 
 local T = {}
 
 T.get_selection = {
 	readOnly = true,
 	run = function(args, ctx)
-		local limit = U.int(args, "limit", 200, 1, 2000)
-		local sel = U.svc(ctx, "Selection"):Get()
-		local out = {}
-		for i = 1, math.min(#sel, limit) do
-			out[i] = U.describe(sel[i])
+		local pager = Paging.new(U, args, 200, 2000)
+		for _, inst in ipairs(U.svc(ctx, "Selection"):Get()) do
+			pager:add(function()
+				return U.describe(inst)
+			end)
 		end
-		return { selection = out, count = #sel, truncated = #sel > limit }
+		return pager:finish({}, "selection", "selected instances")
 	end,
 }
 

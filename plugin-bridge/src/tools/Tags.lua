@@ -2,6 +2,7 @@
 
 local Paths = require(script.Parent.Parent.Paths)
 local U = require(script.Parent.Util)
+local Paging = require(script.Parent.Paging)
 
 local function tagArg(args)
 	local tag = U.str(args, "tag")
@@ -49,17 +50,13 @@ T.get_tagged = {
 	readOnly = true,
 	run = function(args, ctx)
 		local tag = tagArg(args)
-		local limit = U.int(args, "limit", 200, 1, 2000)
-		local all = U.svc(ctx, "CollectionService"):GetTagged(tag)
-		local out = {}
-		for i = 1, math.min(#all, limit) do
-			out[i] = U.describe(all[i])
+		local pager = Paging.new(U, args, 200, 2000)
+		for _, inst in ipairs(U.svc(ctx, "CollectionService"):GetTagged(tag)) do
+			pager:add(function()
+				return U.describe(inst)
+			end)
 		end
-		local res = { tag = tag, instances = out, total = #all, truncated = #all > limit }
-		if res.truncated then
-			res.note = "showing " .. limit .. " of " .. #all .. "; raise limit (max 2000)"
-		end
-		return res
+		return pager:finish({ tag = tag }, "instances", "tagged instances")
 	end,
 }
 
