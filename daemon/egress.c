@@ -388,6 +388,20 @@ static const struct addrinfo *pick(struct egress *e, const struct addrinfo *res,
     return NULL;
 }
 
+/* Resolves host for a connection to port. "localhost" and names under ".localhost" are the
+ * loopback addresses without asking any resolver (RFC 6761 6.3): a host without an /etc/hosts
+ * entry for them (a bare debootstrap root has no /etc/hosts at all) would otherwise fail them. */
+static int resolve(const char *host, const char *portstr, struct addrinfo **res)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    size_t n = strlen(host);
+    bool loopback = strcasecmp(host, "localhost") == 0 ||
+                    (n > 10 && strcasecmp(host + n - 10, ".localhost") == 0);
+
+    /* With no node and no AI_PASSIVE, getaddrinfo gives the loopback addresses. */
+    return getaddrinfo(loopback ? NULL : host, portstr, &hints, res);
+}
+
 static void serve(struct conn *c)
 {
     struct egress *e = c->e;
@@ -396,14 +410,14 @@ static void serve(struct conn *c)
     const char *rwhy = NULL;
     struct netpolicy_rule copy;
     const struct netpolicy_rule *rule;
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    struct addrinfo *res = NULL;
     const struct addrinfo *ai;
     enum netpolicy_addr refused;
     size_t got = 0, toff = 0, tlen = 0;
     ssize_t hl;
     uint16_t port = 0;
     bool is_connect = false;
-    int gai, up;
+    int gai, up, cerr = 0;
 
     if (!buf)
         return;
@@ -443,7 +457,7 @@ static void serve(struct conn *c)
         goto out;
     }
     snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
-    gai = getaddrinfo(host, portstr, &hints, &res);
+    gai = resolve(host, portstr, &res);
     if (gai != 0) {
         snprintf(why, sizeof(why), "cannot resolve %s: %s", host, gai_strerror(gai));
         deny(c, 502, what, why, "");
@@ -460,10 +474,19 @@ static void serve(struct conn *c)
         deny(c, 403, what, why, fix);
         goto out;
     }
-    up = connect_to(ai);
+    /* Each address the rule allows, in the resolver's order, until one answers: a name with an
+     * IPv6 address on a host without an IPv6 route, or a server listening on 127.0.0.1 only
+     * while localhost is ::1 first. */
+    for (up = -1; ai && up < 0;) {
+        up = connect_to(ai);
+        if (up < 0)
+            cerr = errno;
+        ai = ai->ai_next ? pick(e, ai->ai_next, !copy.wildcard, &refused, shown, sizeof(shown))
+                         : NULL;
+    }
     if (up < 0) {
         snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", host, (unsigned)port,
-                 strerror(errno));
+                 strerror(cerr));
         deny(c, 502, what, why, "");
         goto out;
     }

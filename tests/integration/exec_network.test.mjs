@@ -149,6 +149,19 @@ describe('exec network: rules that name loopback', () => {
     }
   });
 
+  test('a name under .localhost is loopback without any resolver (RFC 6761)', async () => {
+    // No /etc/hosts names app.localhost: runboxd itself maps it (and localhost) to loopback, so
+    // it works on a host with no /etc/hosts at all, and reaches a server on 127.0.0.1 even when
+    // ::1 comes first.
+    const d = await startDaemon({ args: ['--allow-domain', `app.localhost:${port}`] });
+    try {
+      const r = await run(d, `curl -sS -m 5 --noproxy "" -x http://127.0.0.1:3128 http://app.localhost:${port}/x`);
+      assert.equal(r.stdout, 'host-server', r.text);
+    } finally {
+      await d.stop();
+    }
+  });
+
   test('an exact rule for localhost:PORT reaches the host server', async () => {
     const d = await startDaemon({ args: ['--allow-domain', `localhost:${port}`] });
     try {
