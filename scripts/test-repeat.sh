@@ -85,6 +85,8 @@ for b in $builds; do
                 kind="$b -j$j load-$load"
                 log="$out/$b-j$j-load$load-$i.log"
                 t0=$SECONDS
+                # The machine may be shared: the load average at the start says how busy it was.
+                la=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
                 (cd "$root/$b" && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
                     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
                     ctest --output-on-failure --no-tests=error --schedule-random -j "$j") \
@@ -95,10 +97,10 @@ for b in $builds; do
                     bad_runs=$((bad_runs + 1))
                     [ -n "$failed" ] || failed="(ctest exited $rc; see $log)"
                     for t in $failed; do printf '%s\t%s\n' "$t" "$kind" >>"$out/failures"; done
-                    echo "FAIL  $kind run $i ($((SECONDS - t0))s): $(echo $failed) — $log"
+                    echo "FAIL  $kind run $i ($((SECONDS - t0))s, load $la): $(echo $failed) — $log"
                 else
                     rm -f "$log"
-                    echo "ok    $kind run $i ($((SECONDS - t0))s)"
+                    echo "ok    $kind run $i ($((SECONDS - t0))s, load $la)"
                 fi
             done
             [ "$load" = on ] && load_stop

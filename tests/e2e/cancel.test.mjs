@@ -8,16 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { startDaemon } from '../lib/daemon.mjs';
 import { FakePlugin } from '../lib/fakeplugin.mjs';
 import { resultText, startProxy } from '../lib/proxy.mjs';
-
-async function until(what, pred, timeoutMs = 20000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await pred();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { until } from '../lib/wait.mjs';
 
 describe('notifications/cancelled through runbox reaches the daemon', () => {
   let d;

@@ -101,9 +101,8 @@ describe('lifecycle', () => {
     p.child.stdout.destroy();
     p.send({ jsonrpc: '2.0', id: 9, method: 'ping' });
     p.send({ jsonrpc: '2.0', id: 10, method: 'ping' });
-    const timer = setTimeout(() => p.kill(), 5000);
+    // Nothing else ends it: stdin stays open, so only the failed write can make it exit.
     const { code, signal } = await p.exited;
-    clearTimeout(timer);
     assert.equal(signal, null);
     assert.equal(code, 0);
   });
@@ -270,14 +269,14 @@ describe('bad input', () => {
     await finish(p);
   });
 
-  test('a 50 MB line is refused and the next request is served', { timeout: 60000 }, async () => {
+  test('a 50 MB line is refused and the next request is served', async () => {
     const p = proxy();
     await p.initialize();
     const from = p.messages.length;
     const big = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file",' +
       '"arguments":{"path":"/big.txt","content":"' + 'x'.repeat(50 * 1000 * 1000) + '"}}}\n';
     p.sendRaw(big);
-    const err = await p.waitFor((m) => m.id === null, { from, timeoutMs: 30000 });
+    const err = await p.waitFor((m) => m.id === null, { from });
     assert.equal(err.error.code, -32600);
     const r = await p.callTool('read_file', { path: '/big.txt' });
     assert.equal(r.isError, true, 'the oversized write never happened');

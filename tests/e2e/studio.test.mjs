@@ -20,6 +20,7 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 
 import { startDaemon } from '../lib/daemon.mjs';
 import { resultText, startProxy } from '../lib/proxy.mjs';
+import { until } from '../lib/wait.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const RUN_PLUGIN = path.resolve(here, '../../plugin-bridge/tests/run_plugin.lua');
@@ -35,15 +36,12 @@ function luaMissing() {
 }
 const skip = luaMissing();
 
-// Resolves once the daemon's /health lists the instance (its first poll was registered).
-async function waitRegistered(daemon, instance, timeoutMs = 10000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await daemon.get('/health');
-    if (r.body.studio.instances.some((i) => i.id === instance)) return;
-    if (Date.now() > deadline) assert.fail(`/health never listed Studio instance ${instance}`);
-    await new Promise((res) => setTimeout(res, 10));
-  }
+// Resolves once the daemon's /health lists the instance (its first poll was registered),
+// however long that takes.
+async function waitRegistered(daemon, instance) {
+  await until(`/health to list Studio instance ${instance}`, async () =>
+    (await daemon.get('/health')).body.studio.instances.some((i) => i.id === instance),
+  { every: 10 });
 }
 
 // Starts run_plugin.lua with --instance id; resolves once it reports "connected" and the
@@ -63,29 +61,33 @@ async function startPlugin(daemon, id, args = []) {
       buf = buf.slice(nl + 1);
       lines.push(line);
       for (const w of waiters.splice(0)) {
-        if (w.re.test(line)) { clearTimeout(w.timer); w.resolve(line); } else waiters.push(w);
+        if (w.re.test(line)) w.resolve(line); else waiters.push(w);
       }
     }
   });
   child.stderr.on('data', (c) => { stderr += c; });
   child.stdin.on('error', () => {});
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  // 'close': the process has exited and its stdout is drained, so no line is still to come.
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => {
+    for (const w of waiters.splice(0)) {
+      w.reject(new Error(`run_plugin exited (code ${code}, signal ${signal}) without printing a ` +
+                         `line matching ${w.re}; stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
+    }
+    resolve({ code, signal });
+  }));
   let syncs = 0;
   const plugin = {
     id, child, lines, exited,
     stderr: () => stderr,
-    waitLine(re, timeoutMs = 10000) {
+    // The first line matching re, seen or still to come, however long it takes; rejects when
+    // run_plugin exits without printing it.
+    waitLine(re) {
       const seen = lines.find((l) => re.test(l));
       if (seen) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const w = { re, resolve };
-        w.timer = setTimeout(() => {
-          waiters.splice(waiters.indexOf(w), 1);
-          reject(new Error(`run_plugin printed no line matching ${re} in ${timeoutMs} ms; ` +
-                           `stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
-        }, timeoutMs);
-        waiters.push(w);
-      });
+      if (child.exitCode !== null || child.signalCode !== null)
+        return Promise.reject(new Error(`run_plugin has exited; no line matching ${re}; ` +
+                                        `stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
+      return new Promise((resolve, reject) => { waiters.push({ re, resolve, reject }); });
     },
     // How many times the plugin ran tool so far: counted after a barrier line on its stdout.
     async ran(tool) {
@@ -96,13 +98,11 @@ async function startPlugin(daemon, id, args = []) {
       return lines.filter((l) => l === `run_plugin: command ${tool}`).length;
     },
     alive: () => child.exitCode === null && child.signalCode === null,
-    // Unloads like Studio does (POST /disconnect), then exits.
+    // Unloads like Studio does (POST /disconnect), then exits; resolves once it has, however
+    // long that takes.
     async quit() {
       child.stdin.end('quit\n');
-      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-      const r = await exited;
-      clearTimeout(t);
-      return r;
+      return exited;
     },
     kill() { if (plugin.alive()) child.kill('SIGKILL'); },
   };
@@ -116,8 +116,8 @@ async function startPlugin(daemon, id, args = []) {
   return plugin;
 }
 
-async function call(p, name, args, timeoutMs = 30000) {
-  return p.callTool(name, args, { timeoutMs });
+async function call(p, name, args) {
+  return p.callTool(name, args);
 }
 
 function okJson(result) {
@@ -188,15 +188,12 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
     const pl = await plugin('e2e-console');
     const marker = `e2e console line ${Date.now()}`;
     okJson(await call(proxy, 'execute_luau', { code: `warn(${JSON.stringify(marker)}) return 1` }));
-    let found = null;
-    const deadline = Date.now() + 10000;
-    while (!found && Date.now() < deadline) {
+    // The plugin sends its output in batches: wait for the batch with the line.
+    const found = await until('the warn() line in the daemon console', async () => {
       const r = await call(proxy, 'get_console_output', { limit: 1000 });
       assert.equal(r.isError, false, resultText(r));
-      if (resultText(r).includes(marker)) found = resultText(r);
-      else await new Promise((res) => setTimeout(res, 200));
-    }
-    assert.ok(found, 'the warn() line arrived in the daemon console');
+      return resultText(r).includes(marker) && resultText(r);
+    }, { every: 200 });
     assert.match(found, /studio/);
     await pl.quit();
   });
@@ -209,30 +206,30 @@ describe('Studio bridge end to end (run_plugin.lua + runboxd + runbox)', { skip 
     await pl.quit();
   });
 
-  test('the plugin stopped: the next call fails in under a second with the connect message',
+  test('the plugin stopped: the next call fails at once with the connect message',
        async () => {
     const pl = await plugin('e2e-stop');
     okJson(await call(proxy, 'get_selection', {}));
     const { code } = await pl.quit();
     assert.equal(code, 0);
-    const t0 = Date.now();
+    // "At once": the connect message is given only to a call refused before it is queued; a
+    // call queued for a window that is gone would end with a deadline's or liveness message.
     const r = await call(proxy, 'get_selection', {});
-    const took = Date.now() - t0;
     assert.equal(r.isError, true);
     assert.match(resultText(r), /not connected/i);
     assert.match(resultText(r), /Connect/);
-    assert.ok(took < 1000, `failed after ${took} ms`);
+    assert.doesNotMatch(resultText(r), /within \d+ s|stopped polling/);
   });
 
   test('the plugin killed while holding a command: "may have been applied", well before the deadline',
        async () => {
     const pl = await plugin('e2e-die', ['--die-on', 'delete_object']);
-    const t0 = Date.now();
-    const r = await call(proxy, 'delete_object', { path: 'Workspace.Baseplate' }, 90000);
-    const took = Date.now() - t0;
+    const r = await call(proxy, 'delete_object', { path: 'Workspace.Baseplate' });
     assert.equal(r.isError, true);
     assert.match(resultText(r), /may have been applied/);
-    assert.ok(took < 45000, `failed after ${took} ms (deadline is 110 s)`);
+    // Well before the deadline: failed by the liveness check (the plugin stopped polling), not
+    // by the 110 s deadline, whose message is "no answer within 110 s".
+    assert.match(resultText(r), /Studio instance e2e-die stopped polling while running delete_object/);
     await pl.waitLine(/^run_plugin: dying while holding delete_object$/);
     await pl.exited;
   });

@@ -20,13 +20,9 @@ async function health(d) {
   return body(await d.get('/health')).studio;
 }
 
-// Waits until /health lists n instances.
+// Waits until /health lists n instances, however long that takes (ctest's timeout bounds it).
 async function waitInstances(d, n) {
-  for (let i = 0; i < 200; i++) {
-    if ((await health(d)).instances.length === n) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.fail(`/health never showed ${n} instance(s)`);
+  while ((await health(d)).instances.length !== n) await new Promise((r) => setTimeout(r, 10));
 }
 
 describe('plugin endpoints: access', () => {
@@ -99,9 +95,9 @@ describe('Studio calls', () => {
   after(async () => { await d.stop(); });
 
   test('no plugin connected: a Studio tool fails at once with how to connect', async () => {
-    const t0 = Date.now();
+    // "At once": the daemon gives the connect message only when it refuses to queue the call;
+    // a call that waited would end with a deadline's message ("did not take ... within").
     const r = body(await d.call('get_place_info', {}));
-    assert.ok(Date.now() - t0 < 1000);
     assert.equal(r.ok, false);
     assert.match(r.error, CONNECT_MSG);
     const h = await health(d);
@@ -276,12 +272,12 @@ describe('Studio calls', () => {
       handler: async (cmd) => `{"ok":true,"result":"${big}","id":"${cmd.id}"}`,
     }).start();
     await p.waitRegistered();
-    const t0 = Date.now();
+    // The call fails on the refusal itself (its message), not at its deadline.
     const r = body(await d.call('get_script_source', { path: 'Workspace.Script' }));
-    assert.ok(Date.now() - t0 < 10000);
     assert.equal(r.ok, false);
     assert.match(r.error, /over the limit of 16777216 bytes \(16 MiB\)/);
-    await new Promise((res) => setTimeout(res, 50));
+    // The call may end before the plugin has read the 413: wait for that answer.
+    await p.waitAnswers(1);
     assert.equal(p.answers.at(-1).status, 413);
     // The daemon still serves the plugin afterwards.
     p.handler = async () => ({ ok: true, result: 'small' });
@@ -294,11 +290,11 @@ describe('Studio calls', () => {
     await p.waitRegistered();
     const call = d.call('set_property', { path: 'Workspace.Part', property: 'Anchored', value: true });
     await p.nextCommand();
-    const t0 = Date.now();
     const r = await p.disconnect();
     assert.deepEqual(r.body, { ok: true, known: true, failed: 1 });
+    // Failed by the disconnect itself (its message names it), not by the deadline or by the
+    // instance going stale.
     const res = body(await call);
-    assert.ok(Date.now() - t0 < 1000);
     assert.equal(res.ok, false);
     assert.match(res.error, /may have been applied; read back before repeating/);
     assert.match(res.error, /disconnected/);
@@ -310,15 +306,43 @@ describe('Studio calls', () => {
   test('at most once: two polls of one instance never get the same command', async () => {
     const p = new FakePlugin(d.port, { instance: 'once', handler: async () => FakePlugin.NO_ANSWER });
     const q = new FakePlugin(d.port, { instance: 'once', handler: async () => FakePlugin.NO_ANSWER });
-    const polls = [p.pollOnce(), q.pollOnce(), p.pollOnce()];
+    // A command queued while no poll waits: an answered poll leaves the instance registered
+    // with none parked, and /health counts the queued command. Then three polls race for it.
+    const first = p.pollOnce();
     await waitInstances(d, 1);
-    await new Promise((r) => setTimeout(r, 50));
+    const warm = d.call('get_tagged', { tag: 'w' });
+    const w = (await first).body;
+    assert.equal(w.hasCommand, true);
+    await p.post('/result', JSON.stringify({ id: w.id, ok: true, result: 'warm' }));
+    assert.equal(body(await warm).result, 'warm');
     const call = d.call('get_tagged', { tag: 'x' });
-    const first = await Promise.race(polls);
-    assert.equal(first.body.hasCommand, true);
-    await p.post('/result', JSON.stringify({ id: first.body.id, ok: true, result: 'once' }));
+    while ((await health(d)).queue_depth !== 1) await new Promise((r) => setTimeout(r, 5));
+    const polls = [p.pollOnce(), q.pollOnce(), p.pollOnce()];
+    const got = await Promise.race(polls);
+    assert.equal(got.body.hasCommand, true);
+    await p.post('/result', JSON.stringify({ id: got.body.id, ok: true, result: 'once' }));
     assert.equal(body(await call).result, 'once');
     await p.post('/disconnect', '{"instance":"once"}'); // ends the other polls at once
+    const all = await Promise.all(polls);
+    assert.equal(all.filter((x) => x.body.hasCommand).length, 1);
+    p.die();
+    q.die();
+  });
+
+  test('at most once: polls parked when the command comes never get the same one', async () => {
+    const p = new FakePlugin(d.port, { instance: 'once-parked', handler: async () => FakePlugin.NO_ANSWER });
+    const q = new FakePlugin(d.port, { instance: 'once-parked', handler: async () => FakePlugin.NO_ANSWER });
+    // Registration comes with a poll, so at least one of the three is parked in the daemon
+    // when the call is made; the others are parked too or arrive to a queued command. Either
+    // way only one may get it.
+    const polls = [p.pollOnce(), q.pollOnce(), p.pollOnce()];
+    await waitInstances(d, 1);
+    const call = d.call('get_tagged', { tag: 'y' });
+    const got = await Promise.race(polls);
+    assert.equal(got.body.hasCommand, true);
+    await p.post('/result', JSON.stringify({ id: got.body.id, ok: true, result: 'once' }));
+    assert.equal(body(await call).result, 'once');
+    await p.post('/disconnect', '{"instance":"once-parked"}'); // ends the other polls at once
     const all = await Promise.all(polls);
     assert.equal(all.filter((x) => x.body.hasCommand).length, 1);
     p.die();
@@ -442,6 +466,9 @@ describe('routing between Studio windows', () => {
   });
 });
 
+// BRIDGE_POLL_WINDOW_MS: a parked poll that nothing ends is answered after this long.
+const POLL_WINDOW_MS = 15000;
+
 describe('daemon stop with a parked poll', () => {
   test('SIGTERM ends a parked poll and a waiting call at once', async () => {
     const d = await startDaemon();
@@ -451,10 +478,16 @@ describe('daemon stop with a parked poll', () => {
     const call = d.call('get_selection', {}).catch((e) => ({ error: e }));
     await p.nextCommand();
     await p.waitPolling();
-    const t0 = Date.now();
+    // The parked poll answers "no command" whether the stop ended it or its window did, so only
+    // the time tells the two apart. A daemon that left it to its window could exit no sooner
+    // than the window after the daemon took that poll, which is after the plugin sent it: an
+    // exit within the window of the send can only be the stop ending it. A loaded machine only
+    // makes the slow behaviour slower, so this bound never passes it.
+    const sent = p.pollSentAt;
     const { code } = await d.stop();
+    const ms = Date.now() - sent;
     assert.equal(code, 0);
-    assert.ok(Date.now() - t0 < 4000, `stop took ${Date.now() - t0} ms`);
+    assert.ok(ms < POLL_WINDOW_MS, `runboxd exited ${ms} ms after the parked poll was sent`);
     const r = await call;
     if (r.body) assert.match(r.body.error, /shutting down/);
     p.die();

@@ -14,13 +14,10 @@ function text(res) {
   return res.content[0].text;
 }
 
+// Waits until /health lists n instances, however long that takes (ctest's timeout bounds it).
 async function waitInstances(d, n) {
-  for (let i = 0; i < 300; i++) {
-    const r = await d.get('/health');
-    if (r.body.studio.instances.length === n) return;
+  while ((await d.get('/health')).body.studio.instances.length !== n)
     await new Promise((res) => setTimeout(res, 10));
-  }
-  assert.fail(`/health never showed ${n} instance(s)`);
 }
 
 describe('Studio bridge through runbox', () => {
@@ -53,15 +50,14 @@ describe('Studio bridge through runbox', () => {
     await plug.disconnect();
   });
 
-  test('plugin stopped: the next call fails in under a second with the connect message', async () => {
+  test('plugin stopped: the next call fails at once with the connect message', async () => {
     const plug = new FakePlugin(d.port, { instance: 'e2e-stop' }).start();
     await plug.waitRegistered();
     await waitInstances(d, 1);
     await plug.disconnect(); // what the plugin sends on Disconnect or unload
-    const t0 = Date.now();
+    // "At once": the connect message is given only when the call is refused before it is
+    // queued; a call queued for a vanished window would end with a deadline or liveness message.
     const res = await p.callTool('get_place_info', {});
-    const ms = Date.now() - t0;
-    assert.ok(ms < 1000, `took ${ms} ms`);
     assert.equal(res.isError, true);
     assert.match(JSON.parse(text(res)).error,
                  /not connected.*install the Runbox plugin.*click Connect.*docs\/plugin\.md/);
@@ -96,16 +92,19 @@ describe('Studio bridge through runbox', () => {
     await waitInstances(d, 1);
     const t0 = Date.now();
     const pending = p.callTool('set_property',
-                               { path: 'Workspace.Part', property: 'Anchored', value: true },
-                               { timeoutMs: 60000 });
+                               { path: 'Workspace.Part', property: 'Anchored', value: true });
     await plug.nextCommand();
     plug.die(); // Studio crashed: no answer, no more polls, no disconnect
     const res = await pending;
     const ms = Date.now() - t0;
     assert.equal(res.isError, true);
+    // "Well before the deadline": this is the liveness message (the plugin stopped polling); the
+    // 110 s deadline's says "no answer within 110 s".
     assert.match(JSON.parse(text(res)).error,
                  /^sent to Studio, no answer — it may have been applied; read back before repeating/);
-    assert.ok(ms < 30000, `took ${ms} ms (deadline is 110 s)`);
+    assert.match(JSON.parse(text(res)).error, /Studio instance e2e-die stopped polling while running set_property/);
+    // The plugin's last poll started after t0 (it polls on while a command runs), and the daemon
+    // waits 20 s from there: a load can only make this longer.
     assert.ok(ms > 15000, `took only ${ms} ms: a live plugin would have been cut off`);
   });
 });

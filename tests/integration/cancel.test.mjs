@@ -12,6 +12,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 
 import { startDaemon } from '../lib/daemon.mjs';
 import { FakePlugin } from '../lib/fakeplugin.mjs';
+import { until } from '../lib/wait.mjs';
 
 const LONG_BUDGET = 24; // CALL_LONG_MAX_DEFAULT
 
@@ -34,16 +35,6 @@ function startCall(d, tool, args) {
   });
   answer.catch(() => {}); // dropped on purpose
   return { req, answer };
-}
-
-async function until(what, pred, timeoutMs = 20000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await pred();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 async function processes(d) {

@@ -15,14 +15,13 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { runboxdPath, startDaemon } from '../lib/daemon.mjs';
+import { until } from '../lib/wait.mjs';
 
 function ok(r) {
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.ok, true, r.text);
   return r.body;
 }
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function sandbox(d) {
   const h = await d.get('/health');
@@ -38,11 +37,6 @@ function runDirs(dir) {
   return readdirSync(dir).filter((n) => n.startsWith('exec-'));
 }
 
-async function until(cond, ms) {
-  const end = Date.now() + ms;
-  while (!cond() && Date.now() < end) await sleep(20);
-  return cond();
-}
 
 describe('exec: cgroups', () => {
   let d, sb;
@@ -75,14 +69,16 @@ describe('exec: cgroups', () => {
     const pid = r.structured.pid;
     const dir = `${sb.cgroup.path}/exec-${pid}`;
     // bwrap, the sandbox's init, sh and the two sleeps.
-    assert.ok(await until(() => existsSync(dir) && pidsOf(dir).length >= 4, 3000),
-      existsSync(dir) ? pidsOf(dir).join(' ') : 'no cgroup');
+    await until(`${dir} to hold the run`, () => existsSync(dir) && pidsOf(dir).length >= 4,
+                { describe: () => (existsSync(dir) ? pidsOf(dir).join(' ') : 'no cgroup') });
     const inside = pidsOf(dir);
     const k = ok(await d.call('kill', { pid, signal: 'KILL' })).result;
     assert.equal(k.state, 'killed');
-    assert.ok(await until(() => inside.every((p) => !existsSync(`/proc/${p}`)), 2000),
-      `left: ${inside.filter((p) => existsSync(`/proc/${p}`))}`);
-    assert.ok(await until(() => !existsSync(dir), 2000), `${dir} is still there`);
+    // However long the kill takes on a loaded machine; a run that survived (its sleep lasts
+    // hours) or a cgroup left behind keeps these waiting until ctest's timeout.
+    await until('the run\'s processes to end', () => inside.every((p) => !existsSync(`/proc/${p}`)),
+                { describe: () => `left: ${inside.filter((p) => existsSync(`/proc/${p}`))}` });
+    await until(`${dir} to be removed`, () => !existsSync(dir));
   });
 
   test('a command cannot reach its cgroup to lift its own limits', async () => {
@@ -102,11 +98,12 @@ describe('exec: cgroups', () => {
       const r = ok(await d.call('exec', { command: 'cat /proc/self/cgroup; echo done' }));
       assert.match(r.result, /done\n$/);
     }
-    // A timed-out run whose children outlive its shell.
-    const r = ok(await d.call('exec', { command: 'setsid sleep 30 & sleep 30', timeout_ms: 300 }));
+    // A timed-out run whose children would outlive its shell by an hour: only the kill at the
+    // timeout empties the cgroup before ctest's timeout.
+    const r = ok(await d.call('exec', { command: 'setsid sleep 3600 & sleep 3600', timeout_ms: 300 }));
     assert.equal(r.structured.timed_out, true);
-    assert.ok(await until(() => runDirs(sb.cgroup.path).length === 0, 2000),
-      runDirs(sb.cgroup.path).join(' '));
+    await until('no run cgroup left', () => runDirs(sb.cgroup.path).length === 0,
+                { describe: () => runDirs(sb.cgroup.path).join(' ') });
   });
 
   test('the cgroup a daemon leaves is removed by the next daemon', async (t) => {
@@ -138,15 +135,15 @@ describe('exec: daemons of other pid namespaces', () => {
   test('a live daemon in another pid namespace keeps its cgroup', { skip: why ?? false }, async (t) => {
     const parent = path.join(mount, `runbox-test-ns-${process.pid}`);
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-pidns-'));
-    let pid = 32000;
-    for (; pid > 1000; pid--) {
-      try { process.kill(pid, 0); } catch (e) { if (e.code === 'ESRCH') break; }
-    }
+    // A pid past the kernel's limit (PID_MAX_LIMIT, 2^22) names no process here, now or later:
+    // a free pid below it could be given to a new process while the test runs.
+    const pid = 4194304 + process.pid;
     const other = path.join(parent, `runboxd-${pid}`);
     const start = () => startThrough(tmp, `echo $$ > '${parent}/cgroup.procs' || exit 1\n` +
                                      `exec '${runboxdPath()}' "$@"`);
     mkdirSync(path.join(other, 'daemon'), { recursive: true });
     const standIn = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const standInGone = new Promise((r) => standIn.once('exit', r));
     try {
       writeFileSync(path.join(other, 'daemon', 'cgroup.procs'), `${standIn.pid}\n`);
       const d2 = await start();
@@ -161,12 +158,15 @@ describe('exec: daemons of other pid namespaces', () => {
       }
       // Once that daemon is gone its cgroup is stale, and the next start removes it.
       standIn.kill('SIGKILL');
-      await new Promise((r) => standIn.once('exit', r));
+      await standInGone;
       const d3 = await start();
       await d3.stop();
       assert.equal(existsSync(other), false, `${other} survived after its daemon ended`);
     } finally {
+      // Reaped first: a leaf that still holds the stand-in cannot be removed (EBUSY), and that
+      // error would hide the test's own.
       standIn.kill('SIGKILL');
+      await standInGone;
       if (existsSync(parent)) {
         for (const name of readdirSync(parent).filter((n) => n.startsWith('runboxd-'))) {
           const r = path.join(parent, name);
@@ -279,10 +279,10 @@ describe('exec: an unprivileged runboxd in a cgroup delegated to it', () => {
       assert.ok(pidsOf(path.join(sb.cgroup.path, 'daemon')).includes(d.pid));
       const r = ok(await d.call('exec', { command: 'sleep 5271.5', background: true }));
       const dir = path.join(sb.cgroup.path, `exec-${r.structured.pid}`);
-      assert.ok(await until(() => existsSync(dir) && pidsOf(dir).length >= 2, 3000));
+      await until(`${dir} to hold the run`, () => existsSync(dir) && pidsOf(dir).length >= 2);
       assert.equal(statSync(dir).uid, NOBODY);
       ok(await d.call('kill', { pid: r.structured.pid, signal: 'KILL' }));
-      assert.ok(await until(() => !existsSync(dir), 2000), `${dir} is still there`);
+      await until(`${dir} to be removed`, () => !existsSync(dir));
       const fg = ok(await d.call('exec', { command: 'id -u' }));
       assert.equal(fg.result, `${NOBODY}\n`);
     } finally {

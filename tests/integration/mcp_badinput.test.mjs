@@ -181,8 +181,7 @@ describe('headers and bodies', () => {
     assert.match(got, /over the limit of 33554432 bytes/);
   });
 
-  test('Expect: 100-continue gets the interim answer before the body is sent', {
-    timeout: 15000 }, async () => {
+  test('Expect: 100-continue gets the interim answer before the body is sent', async () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 'big', method: 'ping',
                                   params: { pad: 'x'.repeat(2 << 20) } });
     const got = await new Promise((resolve, reject) => {

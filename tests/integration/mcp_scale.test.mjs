@@ -63,8 +63,7 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 }
 
-test(`${SESSIONS} sessions with GET streams, ${EXECS} execs and ${POLLS} polls: reads answer`, {
-  timeout: 240000 }, async () => {
+test(`${SESSIONS} sessions with GET streams, ${EXECS} execs and ${POLLS} polls: reads answer`, async () => {
   const content = 'r'.repeat(4096);
   assert.equal((await d.call('write_file', { path: '/probe.txt', content })).body.ok, true);
   const base = memoryOf(d.pid);
@@ -159,8 +158,7 @@ test(`${SESSIONS} sessions with GET streams, ${EXECS} execs and ${POLLS} polls: 
   assert.equal(stream.in_use, 0, JSON.stringify(stream));
 });
 
-test('with few workers (--http-threads 32) streams take at most half; requests still answer', {
-  timeout: 120000 }, async () => {
+test('with few workers (--http-threads 32) streams take at most half; requests still answer', async () => {
   const small = await startDaemon({ workspace: ':memory:', args: ['--http-threads', '32'] });
   const held = [];
   try {
@@ -200,7 +198,7 @@ test('with few workers (--http-threads 32) streams take at most half; requests s
 });
 
 test('at --mcp-sessions, a new session takes the place of the least recently used idle one; ' +
-     'sessions in use are never ended for it', { timeout: 60000 }, async () => {
+     'sessions in use are never ended for it', async () => {
   const own = await startDaemon({ workspace: ':memory:', args: ['--mcp-sessions', '4'] });
   const held = [];
   try {

@@ -95,7 +95,7 @@ describe('frames', () => {
   });
 
   test('a data frame inside a fragmented message, or a stray continuation, fails the ' +
-       'connection with 1002', { timeout: 20000 }, async () => {
+       'connection with 1002', async () => {
     for (const bad of [[WS_TEXT, false, WS_TEXT], [WS_CONT, true, null]]) {
       const ws = await session();
       await ws.send(bad[0], '{"jsonrpc":', bad[1]);
@@ -109,8 +109,7 @@ describe('frames', () => {
     }
   });
 
-  test('a message over 32 MiB: the error, then close 1009, always in that order', {
-    timeout: 60000 }, async () => {
+  test('a message over 32 MiB: the error, then close 1009, always in that order', async () => {
     const big = Buffer.alloc((32 << 20) + 1, 0x20);
     for (let i = 0; i < 10; i++) {
       const ws = await WsClient.open(d.port);
@@ -178,8 +177,7 @@ describe('connections', () => {
         .find((p) => p.command.includes(marker))?.state === 'killed');
   });
 
-  test('1 000 connects and disconnects: threads, descriptors and memory come back', {
-    timeout: 120000 }, async () => {
+  test('1 000 connects and disconnects: threads, descriptors and memory come back', async () => {
     // Half close properly after initialize, half just drop the socket.
     const loop = async (n) => {
       for (let i = 0; i < n; i++) {

@@ -6,14 +6,11 @@ import assert from 'node:assert/strict';
 
 import { startDaemon } from '../lib/daemon.mjs';
 import { FakePlugin } from '../lib/fakeplugin.mjs';
+import { until } from '../lib/wait.mjs';
 
 async function waitInstances(d, n) {
-  for (let i = 0; i < 2000; i++) {
-    const h = await d.get('/health');
-    if (h.body.studio.instances.length === n) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  assert.fail(`never ${n} Studio instances`);
+  await until(`${n} Studio instance(s) in /health`,
+              async () => (await d.get('/health')).body.studio.instances.length === n, { every: 5 });
 }
 
 test('get_studio_state joins the windows the daemon knows with the mode the plugin reports', async (t) => {

@@ -34,11 +34,12 @@ test('forgets to stop', async () => {
     const code = await new Promise((r) => child.once('exit', r));
     assert.equal(code, 1, out);
     assert.match(out, /failed before d\.stop\(\)/);
-    // Killed as that node exited; gone once its new parent has reaped it.
+    // Killed as that node exited; gone once its new parent has reaped it, however long that
+    // takes on a loaded machine. A daemon that outlived its test keeps this wait going until
+    // ctest's timeout fails the file.
     const pid = Number(/daemon pid (\d+)/.exec(out)[1]);
     const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
-    for (let i = 0; i < 500 && alive(); i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(alive(), false, `runboxd ${pid} outlived its test`);
+    while (alive()) await new Promise((r) => setTimeout(r, 10));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

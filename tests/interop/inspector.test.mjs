@@ -55,7 +55,7 @@ function inspector(args) {
         execFile(
             'npx',
             argv,
-            { cwd: TESTS_DIR, env, timeout: 60_000, maxBuffer: 16 << 20 },
+            { cwd: TESTS_DIR, env, maxBuffer: 16 << 20 },
             (err, stdout, stderr) => {
                 const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
                 resolve({ code, stdout, stderr });

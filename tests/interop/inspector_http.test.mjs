@@ -34,7 +34,7 @@ function inspector(url, args, { token = TOKEN } = {}) {
   if (token) argv.push('--header', `Authorization: Bearer ${token}`);
   const env = { ...process.env, HOME: home, npm_config_update_notifier: 'false' };
   return new Promise((resolve) => {
-    execFile('npx', argv, { cwd: TESTS_DIR, env, timeout: 60_000, maxBuffer: 16 << 20 },
+    execFile('npx', argv, { cwd: TESTS_DIR, env, maxBuffer: 16 << 20 },
              (err, stdout, stderr) => {
                const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
                resolve({ code, stdout, stderr });

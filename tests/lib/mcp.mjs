@@ -18,19 +18,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
 
 import { request, runboxdPath } from './daemon.mjs';
+import { until as waitUntil } from './wait.mjs';
 
 export const TRANSPORTS = ['http', 'sse', 'ws'];
 
-// Waits until pred() is truthy (polled every 20 ms) and returns its value; fails after
-// timeoutMs naming what it waited for. The bound only catches a hang: no test depends on it.
-export async function until(what, pred, timeoutMs = 30000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await pred();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+// Waits until pred() is truthy (polled every 20 ms) and returns its value, however long that
+// takes: tests/lib/wait.mjs's until() (a hang says what it waits for; ctest's timeout ends it).
+export function until(what, pred) {
+  return waitUntil(what, pred);
 }
 
 // The SDK's client transport for kind on daemon d. headers: sent with every HTTP request (the

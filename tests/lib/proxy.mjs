@@ -26,8 +26,8 @@ function isRpcMessage(m) {
 }
 
 // Runs runbox with args to completion (for --list-tools, --version, ...); resolves
-// { code, signal, stdout, stderr }.
-export function runRunbox(args, { env = {}, input = '', timeoutMs = 10000 } = {}) {
+// { code, signal, stdout, stderr }. No time limit: ctest's per-test timeout bounds a hang.
+export function runRunbox(args, { env = {}, input = '' } = {}) {
   return new Promise((resolve) => {
     const child = spawn(runboxPath(), args, { env: { ...process.env, ...env },
                                               stdio: ['pipe', 'pipe', 'pipe'] });
@@ -36,11 +36,7 @@ export function runRunbox(args, { env = {}, input = '', timeoutMs = 10000 } = {}
     child.stderr.on('data', (c) => { stderr += c; });
     child.stdin.on('error', () => {});
     child.stdin.end(input);
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
 }
 
@@ -56,7 +52,7 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
 
   const messages = [];   // every message received, in order (batch arrays stay arrays)
   const badLines = [];   // stdout lines that are not JSON-RPC
-  const waiters = [];    // { pred, resolve, reject, timer }
+  const waiters = [];    // { pred, resolve, reject }
   let stdoutBuf = '';
   let stderr = '';
   let nextId = 1;
@@ -69,7 +65,6 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
   child.on('close', (code, signal) => {
     exitInfo = { code, signal };
     for (const w of waiters.splice(0)) {
-      clearTimeout(w.timer);
       w.reject(new Error(`runbox exited (code ${code}, signal ${signal}) before answering; ` +
                          `stderr:\n${stderr.slice(-4000)}`));
     }
@@ -83,7 +78,6 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
       const w = waiters[i];
       if (w.pred(msg)) {
         waiters.splice(i, 1);
-        clearTimeout(w.timer);
         w.resolve(msg);
         return;
       }
@@ -109,21 +103,17 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
     }
   });
 
-  // Resolves with the first message (already received or future) that matches pred.
-  // Messages already received are searched from `from` (an index into messages).
-  function waitFor(pred, { timeoutMs = 10000, from = 0 } = {}) {
+  // Resolves with the first message (already received or future) that matches pred, however
+  // long it takes (a loaded machine or a sanitizer build is only slower; ctest's per-test
+  // timeout bounds a hang); rejects when runbox exits first. Messages already received are
+  // searched from `from` (an index into messages).
+  function waitFor(pred, { from = 0 } = {}) {
     for (let i = from; i < messages.length; i++)
       if (pred(messages[i])) return Promise.resolve(messages[i]);
     if (exitInfo)
       return Promise.reject(new Error(`runbox already exited (code ${exitInfo.code})`));
     return new Promise((resolve, reject) => {
-      const w = { pred, resolve, reject };
-      w.timer = setTimeout(() => {
-        waiters.splice(waiters.indexOf(w), 1);
-        reject(new Error(`no matching message within ${timeoutMs} ms; got ${messages.length} ` +
-                         `messages; stderr:\n${stderr.slice(-4000)}`));
-      }, timeoutMs);
-      waiters.push(w);
+      waiters.push({ pred, resolve, reject });
     });
   }
 
@@ -135,14 +125,13 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
     sendRaw(JSON.stringify(obj) + '\n');
   }
 
-  function request(method, params, { id, timeoutMs } = {}) {
+  function request(method, params, { id } = {}) {
     const rid = id === undefined ? nextId++ : id;
     const msg = { jsonrpc: '2.0', id: rid, method };
     if (params !== undefined) msg.params = params;
     const from = messages.length;
     send(msg);
-    return waitFor((m) => !Array.isArray(m) && m.id === rid && m.method === undefined,
-                   { timeoutMs, from });
+    return waitFor((m) => !Array.isArray(m) && m.id === rid && m.method === undefined, { from });
   }
 
   function notify(method, params) {
@@ -166,12 +155,10 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
     return r.result;
   }
 
-  async function close({ timeoutMs = 5000 } = {}) {
+  // Ends stdin and waits until runbox has exited (it must, at end of input).
+  async function close() {
     child.stdin.end();
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    const res = await exited;
-    clearTimeout(timer);
-    return res;
+    return exited;
   }
 
   return {

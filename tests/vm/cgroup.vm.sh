@@ -56,11 +56,11 @@ finish() {
 		vm_fail "$T.daemon_stop" "runboxd died during the tests"
 	else
 		kill -TERM "$RBD"
-		if wait_until 10 daemon_gone; then
+		if wait_until 60 daemon_gone; then
 			wait "$RBD"
 			assert_eq "$T.daemon_stop" "exit status $?" "exit status 0"
 		else
-			vm_fail "$T.daemon_stop" "runboxd still running 10 s after SIGTERM"
+			vm_fail "$T.daemon_stop" "runboxd still running 60 s after SIGTERM"
 			kill -KILL "$RBD"
 		fi
 	fi
@@ -89,8 +89,8 @@ case " $ctl " in
 *) vm_fail "$T.vm_controllers" "the VM's cgroup v2 root offers [$ctl], not memory and pids" ;;
 esac
 
-if ! wait_until 10 health_ok; then
-	vm_fail "$T.start" "GET /health did not answer within 10 s"
+if ! wait_until 60 health_ok; then
+	vm_fail "$T.start" "GET /health did not answer within 60 s"
 	finish
 fi
 H=$(health)
@@ -185,7 +185,7 @@ if [ -n "$BG" ]; then
 	two_sleeps() {
 		[ "$(sleep_count)" = 2 ]
 	}
-	if wait_until 5 two_sleeps; then
+	if wait_until 60 two_sleeps; then
 		vm_pass "$T.bg_running"
 	else
 		vm_fail "$T.bg_running" "want 2 sleep processes, found $(sleep_count)"
@@ -220,10 +220,10 @@ if [ -n "$BG" ]; then
 		vm_fail "$T.bg_kill" "kill {pid: $BG} answered [$R]"
 	fi
 	# TERM goes to the process group, the whole sandbox is killed 2 s later.
-	if wait_until 6 no_sleep_left; then
+	if wait_until 60 no_sleep_left; then
 		vm_pass "$T.bg_no_sleep_left"
 	else
-		vm_fail "$T.bg_no_sleep_left" "$(sleep_count) sleep processes still running 6 s after kill"
+		vm_fail "$T.bg_no_sleep_left" "$(sleep_count) sleep processes still running 60 s after kill"
 	fi
 	# shellcheck disable=SC2317 # run by wait_until
 	exec_dir_gone() {
@@ -231,10 +231,10 @@ if [ -n "$BG" ]; then
 	}
 	if [ -z "$CG" ]; then
 		vm_fail "$T.bg_cgroup_gone" "no cgroup path in /health"
-	elif wait_until 5 exec_dir_gone; then
+	elif wait_until 60 exec_dir_gone; then
 		vm_pass "$T.bg_cgroup_gone"
 	else
-		vm_fail "$T.bg_cgroup_gone" "$D still exists 5 s after the run ended"
+		vm_fail "$T.bg_cgroup_gone" "$D still exists 60 s after the run ended"
 	fi
 fi
 
@@ -253,7 +253,7 @@ no_exec_dirs() {
 
 if [ -z "$CG" ]; then
 	vm_fail "$T.no_exec_dirs_left" "no cgroup path in /health"
-elif wait_until 5 no_exec_dirs; then
+elif wait_until 60 no_exec_dirs; then
 	vm_pass "$T.no_exec_dirs_left"
 else
 	vm_fail "$T.no_exec_dirs_left" "left in $CG: $(exec_dirs)"
@@ -266,7 +266,7 @@ if [ -x /usr/bin/no_clone3 ]; then
 	no_clone3 /usr/bin/runboxd --workspace /tmp/ws2 --port 7767 --user nobody \
 		--exec-memory-mb 64 >/tmp/runboxd-noclone3.log 2>&1 &
 	NC=$!
-	if wait_until 20 health_ok; then
+	if wait_until 60 health_ok; then
 		H=$(health)
 		assert_eq "$T.noclone3_memory" "$(printf '%s' "$H" | json_get .sandbox.memory)" '"rlimit"'
 		assert_eq "$T.noclone3_path" "$(printf '%s' "$H" | json_get .sandbox.cgroup.path)" null

@@ -12,6 +12,10 @@
 #   assert_eq NAME GOT WANT             pass when GOT is exactly WANT
 #   assert_contains NAME TEXT PART      pass when TEXT contains PART
 #   wait_until SECONDS COMMAND...       retry COMMAND every 0.1 s until it succeeds or time runs out
+#                                       (at least SECONDS: a try under TCG on a busy host is slower)
+# A wait's SECONDS is generous (60): far more than the quick path needs under TCG on a loaded
+# host, far less than the slow path takes (sleeps of 1000 s, a daemon that never stops), so a
+# verdict never rests on how fast the VM runs.
 
 RUNBOX_URL="${RUNBOX_URL:-http://127.0.0.1:7766}"
 # How long one HTTP call may take before the test calls it a hang (busybox timeout: wget's own
