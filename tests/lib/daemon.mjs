@@ -15,7 +15,7 @@
 // XDG_CONFIG_HOME points at an empty temporary directory unless env sets it, so a config file
 // of the user running the tests never leaks in.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,7 +93,16 @@ export async function startDaemon({ workspace, args = [], env = {}, token } = {}
   const tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'runboxd-test-'));
   if (!workspace) workspace = path.join(tmpRoot, 'workspace');
   const childEnv = { ...process.env, XDG_CONFIG_HOME: path.join(tmpRoot, 'config'), ...env };
-  const child = spawn(bin, ['--port', '0', '--workspace', workspace, ...args],
+  // npm's and pip's caches of this daemon alone (as root the default is /var/cache/runbox, shared
+  // by every daemon of the run: one that dropped root to another account left files there the
+  // next could not read, and npm's warnings reached exec's stderr). 0755: the account runboxd
+  // drops to must reach the cache below it.
+  const own = [];
+  if (!args.includes('--cache-dir')) {
+    chmodSync(tmpRoot, 0o755);
+    own.push('--cache-dir', path.join(tmpRoot, 'cache'));
+  }
+  const child = spawn(bin, ['--port', '0', '--workspace', workspace, ...own, ...args],
                       { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c) => { stderr += c; });
