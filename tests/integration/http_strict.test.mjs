@@ -176,6 +176,14 @@ describe('ambiguous framing is refused before any handler runs', () => {
     assert.equal(answers(ok.text)[0].status, 200, ok.text);
   });
 
+  test('64 header lines or more are refused (civetweb reads only 64: a second Host could hide past them)', async () => {
+    const many = Array.from({ length: 70 }, (_, i) => `X-H${i}: v\r\n`).join('');
+    refused(await raw(`GET /health HTTP/1.1\r\n${H}${many}Host: evil.example\r\n\r\n`), /64 or more header lines/);
+    const ok = await raw(`GET /health HTTP/1.1\r\n${H}${many.split('\r\n').slice(0, 60).join('\r\n')}\r\n` +
+                         'Connection: close\r\n\r\n');
+    assert.equal(answers(ok.text)[0].status, 200, ok.text);
+  });
+
   test('a raw NUL or other control byte in the head is a JSON 400', async () => {
     for (const head of [`GET /hea\0lth HTTP/1.1\r\n${H}\r\n`, `GET /health HTTP/1.1\r\n${H}X: a\x01b\r\n\r\n`]) {
       refused(await raw(head), /malformed request head: a control character/);
