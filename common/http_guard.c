@@ -333,12 +333,20 @@ void http_guard_conn_close(struct http_guard *g)
 
 /* ---- bodies ---- */
 
-/* The body is all read: its deadline no longer applies. */
+/* The body is all read: its deadline no longer applies. If the deadline passed in the instant
+ * between the last read and here, the body still came whole: the cut is taken back. (The
+ * watchdog signalled under g->mu, so by the time this thread holds it the signal has been
+ * handled, and it interrupted nothing: the thread was between two reads.) */
 static void body_done(struct slot *s)
 {
     pthread_mutex_lock(&s->g->mu);
-    if (s->phase == PH_BODY)
+    if (s->phase == PH_BODY) {
         s->phase = PH_NONE;
+        if (atomic_load(&s->expired)) {
+            atomic_store(&s->expired, false);
+            s->g->bodies_cut--;
+        }
+    }
     pthread_mutex_unlock(&s->g->mu);
 }
 

@@ -88,9 +88,9 @@ int http_guard_read(struct mg_connection *conn, void *buf, size_t len, struct er
 
 /* After answering a body that is not read (413, 400): reads and drops what the client sends, so
  * that the kernel does not reset the connection under the answer, and marks the connection to
- * close. It stops when the client stops sending (nothing for HTTP_GUARD_DRAIN_QUIET_MS: a client
- * waiting for "100 Continue" sends nothing), after HTTP_GUARD_DRAIN_MS, or after
- * HTTP_GUARD_DRAIN_MAX bytes, whichever comes first. */
+ * close. It stops when the client stops sending (no 8 KiB read, civetweb's unit here, within
+ * HTTP_GUARD_DRAIN_QUIET_MS: a client waiting for "100 Continue" sends nothing), after
+ * HTTP_GUARD_DRAIN_MS, or after HTTP_GUARD_DRAIN_MAX bytes, whichever comes first. */
 void http_guard_drain(struct mg_connection *conn);
 
 /* For civetweb's http_error callback (the errors it finds before any handler: a malformed

@@ -50,9 +50,10 @@ export function slowloris(port, n, { byteMs = 200 } = {}) {
 }
 
 // n Studio long polls (GET /poll, held up to 15 s by the daemon), re-sent as each returns.
-// 12 instances share them (the daemon knows at most 16). stats(): {sent, answered, failed}.
+// 12 instances share them (the daemon knows at most 16). stats(): {sent, answered, failed,
+// parked (now), maxParked (the most at once so far)}.
 export function parkedPolls(port, n, { instances = 12 } = {}) {
-  const st = { sent: 0, answered: 0, failed: 0 };
+  const st = { sent: 0, answered: 0, failed: 0, maxParked: 0 };
   let running = true;
   const reqs = new Set();
   const one = (k) => {
@@ -72,6 +73,7 @@ export function parkedPolls(port, n, { instances = 12 } = {}) {
       });
     });
     reqs.add(req);
+    st.maxParked = Math.max(st.maxParked, reqs.size);
     req.on('error', () => { reqs.delete(req); if (running) { st.failed++; setTimeout(() => one(k), 100); } });
   };
   for (let k = 0; k < n; k++) one(k);
