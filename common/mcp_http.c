@@ -35,6 +35,7 @@
 
 #include <civetweb.h>
 
+#include "http_guard.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -692,10 +693,14 @@ static bool expects_continue(const struct mg_connection *conn)
            strcmp(version, "1.1") == 0;
 }
 
+/* 413 for a chunked body that grew past max; what follows is drained briefly (a lingering
+ * close), then the connection closes. */
 static int body_too_large(struct mg_connection *conn, size_t max)
 {
-    return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
-                      "the request body is over the limit of %zu bytes", max);
+    http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
+               "the request body is over the limit of %zu bytes", max);
+    http_guard_drain(conn);
+    return 413;
 }
 
 /* Reads the body (at most max bytes, Content-Length or chunked) into an owned NUL-terminated
@@ -707,11 +712,15 @@ static int read_body(struct mg_connection *conn, size_t max, char **out, size_t 
     const struct mg_request_info *ri = mg_get_request_info(conn);
     long long clen = ri->content_length;
     size_t cap = clen >= 0 ? (size_t)clen + 1 : BODY_CHUNK, len = 0;
+    struct errinfo err = {0};
     char *buf;
 
-    if (clen > (long long)max)
-        return http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
-                          "the request body is %lld bytes, over the limit of %zu bytes", clen, max);
+    if (clen > (long long)max) {
+        http_error(conn, 413, MCP_INVALID_REQUEST, "Connection: close\r\n",
+                   "the request body is %lld bytes, over the limit of %zu bytes", clen, max);
+        http_guard_drain(conn);
+        return 413;
+    }
     if (cap > max + 2)
         cap = max + 2;
     if (expects_continue(conn))
@@ -741,8 +750,13 @@ static int read_body(struct mg_connection *conn, size_t max, char **out, size_t 
             buf = nb;
             cap = ncap;
         }
-        n = mg_read(conn, buf + len, cap - 1 - len);
-        if (n <= 0)
+        n = http_guard_read(conn, buf + len, cap - 1 - len, &err);
+        if (n < 0) {
+            free(buf);
+            return http_error(conn, err.kind == ERR_TIMEOUT ? 408 : 400, MCP_INVALID_REQUEST,
+                              "Connection: close\r\n", "%s", err.msg);
+        }
+        if (n == 0)
             break;
         len += (size_t)n;
     }

@@ -106,6 +106,14 @@ const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *b
 /* The current time on CLOCK_MONOTONIC, ms. */
 int64_t mcp_http__now_ms(void);
 
+/* ---- mcp_http_checks.c ---- */
+
+struct mg_request_info;
+
+/* The header part of mcp_http_check_head() (not the target): safe on a request civetweb parsed
+ * but refused, whose path fields may be stale. */
+int mcp_http__check_fields(const struct mg_request_info *ri, struct errinfo *err);
+
 /* ---- mcp_http_ws.c ---- */
 
 /* Sends one message on a WebSocket session (any thread). */

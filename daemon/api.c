@@ -33,6 +33,7 @@
 #include "catalog.h"
 #include "connwatch.h"
 #include "console.h"
+#include "http_guard.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -62,6 +63,7 @@ struct api {
     struct connwatch *watch;    /* owned: cancels long calls whose client went away */
     struct api_mcp *mcp;        /* owned: /mcp, /sse, /message, /ws */
     struct api_events *events;  /* owned: GET /events */
+    struct http_guard *guard;   /* owned: deadlines for request heads and bodies */
     int threads;                /* civetweb workers */
 };
 
@@ -215,6 +217,20 @@ static int put_calls_status(struct api *a, struct jsonbuf *b)
     return rc;
 }
 
+/* ,"http":{...}: the workers and the deadlines for slow requests (http_guard.h). */
+static int put_http_status(struct api *a, struct jsonbuf *b)
+{
+    cJSON *j = http_guard_status_json(a->guard);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    int rc;
+
+    cJSON_Delete(j);
+    rc = jsonbuf_puts(b, ",\"http\":", NULL);
+    rc |= jsonbuf_puts(b, text ? text : "null", NULL);
+    free(text);
+    return rc;
+}
+
 /* ,"mcp":{...}: the MCP endpoints' sessions and streams. */
 static int put_mcp_status(struct api *a, struct jsonbuf *b)
 {
@@ -250,6 +266,7 @@ static int handle_health(struct api *a, struct mg_connection *conn)
     rc |= jsonbuf_put(&b, ",\"studio\":", 10, NULL);
     rc |= put_studio_status(a, &b);
     rc |= put_calls_status(a, &b);
+    rc |= put_http_status(a, &b);
     rc |= put_mcp_status(a, &b);
     n = snprintf(head, sizeof(head), ",\"watches\":%zu",
                  a->tools->watch ? watch_count(a->tools->watch) : (size_t)0);
@@ -309,7 +326,7 @@ static int read_body(struct mg_connection *conn, long long clen, char **out, siz
 
         if (len + 1 == cap && (clen >= 0 || grow_body(&buf, &cap, len, err) < 0))
             break;
-        n = mg_read(conn, buf + len, cap - 1 - len);
+        n = http_guard_read(conn, buf + len, cap - 1 - len, err);
         if (n <= 0)
             break;
         len += (size_t)n;
@@ -602,26 +619,12 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
 
 /* Answers 413 and ends the connection, since the rest of the body is never read. Closing a socket
  * with unread data makes the kernel reset it, and the reset can destroy the answer before the
- * client reads it; so what the client already sent (at most API_DRAIN_MAX) is read and dropped
- * first, as a "lingering close". A client that stops sending and closes ends it sooner. */
-#define API_DRAIN_MAX API_BODY_MAX
-
+ * client reads it; so what the client sends next is read and dropped for a moment first, as a
+ * "lingering close" (http_guard_drain: until the client pauses, 2 s and 32 MiB at most). */
 static int refuse_body(struct mg_connection *conn, const char *msg)
 {
-    char sink[8192];
-    size_t drained = 0;
-    int n;
-
     send_error_ex(conn, 413, msg, NULL, "Connection", "close");
-#ifdef HAVE_MG_DISABLE_KEEP_ALIVE
-    mg_disable_keep_alive(conn);
-#endif
-    while (drained < API_DRAIN_MAX) {
-        n = mg_read(conn, sink, sizeof(sink));
-        if (n <= 0)
-            break;
-        drained += (size_t)n;
-    }
+    http_guard_drain(conn);
     return 413;
 }
 
@@ -664,7 +667,9 @@ static int handle_tool(struct api *a, struct mg_connection *conn, const char *na
     if (read_body(conn, ri->content_length, &body, &len, &err) < 0) {
         if (err.kind == ERR_TOO_LARGE)
             return refuse_body(conn, err.msg);
-        return send_errinfo(conn, &err);
+        /* The body could not be read: the connection cannot carry another request. */
+        return send_error_ex(conn, err.kind == ERR_TIMEOUT ? 408 : api_status_for(err.kind),
+                             err.msg, NULL, "Connection", "close");
     }
     /* An empty body is the empty arguments object. */
     status = parse_args(conn, len ? body : "{}", len ? len : 2, &args);
@@ -725,7 +730,17 @@ static int on_request(struct mg_connection *conn)
     struct api *a = ri->user_data;
     int port = atomic_load_explicit(&a->port, memory_order_relaxed);
     const char *path = ri->local_uri_raw;
+    struct errinfo err = {0};
 
+    /* First: the head came in time and can be read only one way (else 408 or 400, and the
+     * connection closes); the path is decoded here. */
+    if (http_guard_begin(a->guard, conn, &err) < 0) {
+        int status = err.kind == ERR_TIMEOUT ? 408 : 400;
+
+        send_error_ex(conn, status, err.msg, NULL, "Connection", "close");
+        http_guard_drain(conn);
+        return status;
+    }
     if (!api_host_ok(mg_get_header(conn, "Host"), port, a->bind))
         return send_error(conn, 403,
                           "forbidden Host header: runboxd answers only requests "
@@ -750,6 +765,43 @@ static int on_log(const struct mg_connection *conn, const char *message)
     (void)conn;
     log_debug("http: %s", message);
     return 1;
+}
+
+/* The errors civetweb finds before on_request (a malformed head, an unknown method, a bad
+ * version, a head that did not arrive in time), answered as JSON like every other error. */
+static int on_http_error(struct mg_connection *conn, int status, const char *msg)
+{
+    char text[256];
+
+    status = http_guard_error_text(conn, status, msg, text, sizeof(text));
+    send_error_ex(conn, status, text, NULL, "Connection", "close");
+    return 0;
+}
+
+static int on_conn_open(const struct mg_connection *conn, void **data)
+{
+    struct api *a = mg_get_user_data(mg_get_context(conn));
+
+    (void)data;
+    http_guard_conn_open(a->guard, conn);
+    return 0;
+}
+
+/* civetweb hands end_request a const connection, but the guard may have to mark it to close
+ * (its deadline passed while the answer went out); the connection is the worker's own. */
+static void on_end_request(const struct mg_connection *conn, int status)
+{
+    struct api *a = mg_get_user_data(mg_get_context(conn));
+
+    (void)status;
+    http_guard_request_done(a->guard, (struct mg_connection *)conn);
+}
+
+static void on_conn_close(const struct mg_connection *conn)
+{
+    struct api *a = mg_get_user_data(mg_get_context(conn));
+
+    http_guard_conn_close(a->guard);
 }
 
 /* ---- start and stop ---- */
@@ -870,7 +922,12 @@ static int start_civetweb(struct api *a, int port, struct errinfo *err)
     unsigned code = 0;
     struct mg_error_data edata = {.code = &code, .text = text, .text_buffer_size = sizeof(text)};
     /* The CORS options are emptied so that civetweb never grants a preflight by itself (its
-     * default is "*"); every request reaches on_request first anyway. */
+     * default is "*"); every request reaches on_request first anyway. decode_url "no": the
+     * path is decoded in on_request, after the check for %00 (civetweb would decode it into a
+     * NUL that cuts the path short). No auth domain check: an absolute-form request then
+     * reaches on_request and is refused with an answer instead of closed without one.
+     * request_timeout_ms bounds a stalled write (and civetweb's own reads, which the guard's
+     * shorter deadlines cut first). */
     /* clang-format off */
     const char *options[] = {
         "listening_ports", listen,
@@ -882,6 +939,8 @@ static int start_civetweb(struct api *a, int port, struct errinfo *err)
         "access_control_allow_origin", "",
         "access_control_allow_methods", "",
         "access_control_allow_headers", "",
+        "decode_url", "no",
+        "enable_auth_domain_check", "no",
         NULL};
     /* clang-format on */
     struct mg_init_data init = {.callbacks = &cb, .user_data = a, .configuration_options = options};
@@ -892,6 +951,10 @@ static int start_civetweb(struct api *a, int port, struct errinfo *err)
     memset(&cb, 0, sizeof(cb));
     cb.begin_request = on_request;
     cb.log_message = on_log;
+    cb.http_error = on_http_error;
+    cb.init_connection = on_conn_open;
+    cb.end_request = on_end_request;
+    cb.connection_close = on_conn_close;
     a->mg = mg_start2(&init, &edata);
     if (!a->mg) {
         if (strstr(text, "in use") || strstr(text, "(98)"))
@@ -1007,6 +1070,16 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
     }
     if (build_tools_json(a, err) < 0)
         goto fail;
+    {
+        struct http_guard_options gopt = {.head_ms = opt->head_timeout_ms,
+                                          .body_ms = opt->body_timeout_ms,
+                                          .keepalive_ms = API_KEEPALIVE_MS,
+                                          .workers = a->threads};
+
+        a->guard = http_guard_new(&gopt, err);
+        if (!a->guard)
+            goto fail;
+    }
     if (opt->port != 0 && probe_port(a->bind, opt->port, err) < 0)
         goto fail;
     mg_init_library(MG_FEATURES_WEBSOCKET);
@@ -1037,6 +1110,7 @@ void api_stop(struct api *a)
         mg_exit_library();
     api_mcp_free(a->mcp);
     api_events_free(a->events);
+    http_guard_free(a->guard);
     connwatch_free(a->watch);
     if (a->token)
         memset(a->token, 0, strlen(a->token));

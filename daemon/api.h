@@ -40,6 +40,8 @@ struct api_options {
     const struct tools_ctx *tools; /* the daemon's services; borrowed, must outlive the api */
     struct call_service *calls;    /* the call service every tool call goes through; borrowed */
     int threads;                   /* civetweb workers (0: API_THREADS); a stream holds one */
+    int head_timeout_ms;           /* a request head must arrive within (0: 10 s, http_guard.h) */
+    int body_timeout_ms;           /* a request body must arrive within (0: 30 s) */
     int mcp_sessions;              /* MCP sessions at once (0: the library's default) */
     int mcp_session_idle_s;        /* an unused /mcp session expires (0: the default) */
     const struct catalog *catalog; /* the tools served (--tools); borrowed, must outlive the

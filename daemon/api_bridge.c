@@ -21,6 +21,7 @@
 
 #include "api.h"
 #include "bridge.h"
+#include "http_guard.h"
 #include "console.h"
 #include "jsonbuf.h"
 #include "log.h"
@@ -55,10 +56,12 @@ struct body {
     bool over;                 /* longer than the limit */
     bool drained;              /* every byte was read (keep-alive is safe) */
     struct bridge_idscan scan; /* fed when over, to find the command id */
+    struct errinfo err;        /* why reading failed (read_body returned -2) */
 };
 
 /* Reads the body: kept up to max bytes; past it (for /result) scanned for the id up to
- * API_BRIDGE_DRAIN_MAX. Returns 0, or -1 when out of memory. */
+ * API_BRIDGE_DRAIN_MAX. Returns 0, -1 when out of memory, or -2 when the body could not be read
+ * (bd->err: it did not arrive in time, or its chunks are malformed). */
 static int read_body(struct mg_connection *conn, size_t max, struct body *bd)
 {
     const struct mg_request_info *ri = mg_get_request_info(conn);
@@ -74,9 +77,14 @@ static int read_body(struct mg_connection *conn, size_t max, struct body *bd)
         return 0;
     }
     for (;;) {
-        int n = mg_read(conn, chunk, sizeof(chunk));
+        int n = http_guard_read(conn, chunk, sizeof(chunk), &bd->err);
 
-        if (n <= 0)
+        if (n < 0) {
+            free(bd->data);
+            bd->data = NULL;
+            return -2;
+        }
+        if (n == 0)
             break;
         if (!bd->over && bd->len + (size_t)n > max) {
             char *kept = bd->data; /* owned; scanned, then freed */
@@ -147,18 +155,27 @@ static cJSON *parse_object(const char *text, size_t len, char *msg, size_t msgsi
     return j;
 }
 
+/* The answer to a read_body() failure: rc -2 (the body did not come: 408 or 400) or -1. */
+static int refuse_unread(struct mg_connection *conn, const struct body *bd, int rc)
+{
+    if (rc == -2)
+        return reply_error(conn, bd->err.kind == ERR_TIMEOUT ? 408 : 400, bd->err.msg, true);
+    return reply_error(conn, 503, "out of memory reading the body", false);
+}
+
 /* The checks every plugin POST shares, then the body. Returns 0 with *out (owned), else the
  * status already answered. */
 static int read_plugin_object(struct mg_connection *conn, size_t max, cJSON **out)
 {
     struct body bd;
     char msg[200];
-    int status = 0;
+    int status = 0, rc;
 
     if (!api_content_type_ok(mg_get_header(conn, "Content-Type")))
         return reply_error(conn, 415, "send Content-Type: application/json", false);
-    if (read_body(conn, max, &bd) < 0)
-        return reply_error(conn, 503, "out of memory reading the body", false);
+    rc = read_body(conn, max, &bd);
+    if (rc < 0)
+        return refuse_unread(conn, &bd, rc);
     if (bd.over) {
         snprintf(msg, sizeof(msg), "body of %zu bytes is over the limit of %zu bytes", bd.len, max);
         status = reply_error(conn, 413, msg, !bd.drained);
@@ -337,8 +354,9 @@ static int handle_result(const struct tools_ctx *ctx, struct mg_connection *conn
 
     if (!api_content_type_ok(mg_get_header(conn, "Content-Type")))
         return reply_error(conn, 415, "send Content-Type: application/json", false);
-    if (read_body(conn, BRIDGE_RESULT_MAX, &bd) < 0)
-        return reply_error(conn, 503, "out of memory reading the result", false);
+    status = read_body(conn, BRIDGE_RESULT_MAX, &bd);
+    if (status < 0)
+        return refuse_unread(conn, &bd, status);
     if (bd.over)
         return refuse_result(ctx, conn, &bd);
     o = parse_object(bd.data, bd.len, msg, sizeof(msg));

@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "complete.h"
+#include "http_guard.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -97,7 +98,7 @@ static int read_args(struct mg_connection *conn, cJSON **args)
     struct errinfo err = {0};
     char *buf;
     size_t len = 0;
-    int n;
+    int n = 0;
 
     *args = NULL;
     if (ri->content_length == 0 ||
@@ -112,8 +113,13 @@ static int read_args(struct mg_connection *conn, cJSON **args)
     if (!buf)
         return send_fail(conn, 503, "out of memory", NULL);
     while (len <= API_PROMPT_BODY_MAX &&
-           (n = mg_read(conn, buf + len, API_PROMPT_BODY_MAX + 1 - len)) > 0)
+           (n = http_guard_read(conn, buf + len, API_PROMPT_BODY_MAX + 1 - len, &err)) > 0)
         len += (size_t)n;
+    if (n < 0) {
+        free(buf);
+        return api_send_error(conn, err.kind == ERR_TIMEOUT ? 408 : 400, err.msg, "Connection",
+                              "close");
+    }
     if (len > API_PROMPT_BODY_MAX) {
         free(buf);
         return send_fail(conn, 413, "prompt arguments are limited to 64 KiB", NULL);

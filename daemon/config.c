@@ -23,7 +23,8 @@
 
 static const char *const file_keys =
     "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
-    "tools, http_threads, mcp_sessions, mcp_session_idle_s, network, cache_dir, "
+    "tools, http_threads, http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, "
+    "mcp_session_idle_s, network, cache_dir, "
     "checkpoint_dir, checkpoint_keep, exec_<limit>";
 
 /* The numeric server settings: a flag and a file key each, with their range. */
@@ -33,6 +34,10 @@ static const struct num_setting {
     size_t off;
 } num_settings[] = {
     {"http_threads", "--http-threads", 16, 8192, offsetof(struct config, http_threads)},
+    {"http_head_timeout_ms", "--http-head-timeout-ms", 100, 600000,
+     offsetof(struct config, http_head_timeout_ms)},
+    {"http_body_timeout_ms", "--http-body-timeout-ms", 100, 3600000,
+     offsetof(struct config, http_body_timeout_ms)},
     {"mcp_sessions", "--mcp-sessions", 1, 8192, offsetof(struct config, mcp_sessions)},
     {"mcp_session_idle_s", "--mcp-session-idle-s", 10, 7 * 86400,
      offsetof(struct config, mcp_session_idle_s)},
@@ -124,6 +129,8 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
     cfg->home = env->home;
     exec_limits_default(&cfg->exec);
     cfg->http_threads = CONFIG_HTTP_THREADS_DEFAULT;
+    cfg->http_head_timeout_ms = CONFIG_HTTP_HEAD_TIMEOUT_MS_DEFAULT;
+    cfg->http_body_timeout_ms = CONFIG_HTTP_BODY_TIMEOUT_MS_DEFAULT;
     cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
     cfg->mcp_session_idle_s = CONFIG_MCP_IDLE_S_DEFAULT;
     /* With neither XDG_DATA_HOME nor HOME there is no default workspace; config_validate says so
@@ -457,8 +464,9 @@ int config_apply_file(struct config *cfg, const char *path, const char *text, st
         goto out;
     }
     if (!cJSON_IsObject(root)) {
-        errinfo_set(err, ERR_INVALID, "%s: expected a JSON object with keys %s, got %s", path,
-                    file_keys, json_type_name(root));
+        /* What it got first: the list of keys is long enough to be cut off. */
+        errinfo_set(err, ERR_INVALID, "%s: got %s, expected a JSON object with keys %s", path,
+                    json_type_name(root), file_keys);
         goto out;
     }
     for (const cJSON *item = root->child; item; item = item->next)
@@ -911,6 +919,8 @@ const char *config_usage(void)
            "                      or a comma list of these and of groups (docs/tools.md)\n"
            "  --http-threads N    HTTP workers (320); every open MCP stream (SSE, WebSocket)\n"
            "                      holds one, and the rest serve requests\n"
+           "  --http-head-timeout-ms N  a request's head must arrive within N ms (10000)\n"
+           "  --http-body-timeout-ms N  its body within N ms after the head (30000)\n"
            "  --mcp-sessions N    MCP sessions open at once on /mcp, /sse and /ws (256)\n"
            "  --mcp-session-idle-s N  an unused /mcp session expires after N s (3600)\n"
            "  --exec-timeout-ms N       exec: default wall-clock limit (60000)\n"
@@ -929,7 +939,8 @@ const char *config_usage(void)
            "\n"
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
            "allow_network, log_level, user, fsync, cgroup, token_file, tools, http_threads,\n"
-           "mcp_sessions, mcp_session_idle_s, network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
+           "http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, mcp_session_idle_s,\n"
+           "network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
            "checkpoint_dir, checkpoint_keep, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
            "90000). Flags beat the environment, which beats the file.\n"
            "\n"

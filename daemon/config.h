@@ -56,16 +56,21 @@ struct config {
     bool show_version;
     const char *home;        /* borrowed from config_init's env: expands "~/" in the file's paths */
     struct exec_limits exec; /* --exec-<key> flags, "exec_<key>" file keys (exec.h) */
-    /* The HTTP server and its MCP endpoints (--http-threads, --mcp-sessions,
-     * --mcp-session-idle-s; file keys http_threads, mcp_sessions, mcp_session_idle_s). */
-    int http_threads;       /* civetweb workers: every open stream holds one */
-    int mcp_sessions;       /* MCP sessions open at once (Streamable HTTP, SSE, WebSocket) */
-    int mcp_session_idle_s; /* an unused Streamable HTTP session expires after this */
+    /* The HTTP server and its MCP endpoints (--http-threads, --http-head-timeout-ms,
+     * --http-body-timeout-ms, --mcp-sessions, --mcp-session-idle-s; file keys the same with
+     * underscores). */
+    int http_threads;         /* civetweb workers: every open stream holds one */
+    int http_head_timeout_ms; /* a request's head must arrive within (--http-head-timeout-ms) */
+    int http_body_timeout_ms; /* its body within, after the head (--http-body-timeout-ms) */
+    int mcp_sessions;         /* MCP sessions open at once (Streamable HTTP, SSE, WebSocket) */
+    int mcp_session_idle_s;   /* an unused Streamable HTTP session expires after this */
 };
 
-#define CONFIG_HTTP_THREADS_DEFAULT 320
-#define CONFIG_MCP_SESSIONS_DEFAULT 256
-#define CONFIG_MCP_IDLE_S_DEFAULT   3600
+#define CONFIG_HTTP_THREADS_DEFAULT         320
+#define CONFIG_HTTP_HEAD_TIMEOUT_MS_DEFAULT 10000
+#define CONFIG_HTTP_BODY_TIMEOUT_MS_DEFAULT 30000
+#define CONFIG_MCP_SESSIONS_DEFAULT         256
+#define CONFIG_MCP_IDLE_S_DEFAULT           3600
 
 /* Sets the defaults (workspace from env, config file path from env). Cannot fail except for
  * memory; returns 0 or -1 (ERR_NOMEM). Release with config_cleanup(). */

@@ -348,6 +348,8 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
         .allow_network = cfg->allow_network,
         .tools = &tools,
         .threads = cfg->http_threads,
+        .head_timeout_ms = cfg->http_head_timeout_ms,
+        .body_timeout_ms = cfg->http_body_timeout_ms,
         .mcp_sessions = cfg->mcp_sessions,
         .mcp_session_idle_s = cfg->mcp_session_idle_s,
     };

@@ -126,6 +126,30 @@ bool mcp_http_host_ok(const char *host, int port, const char *bind);
 /* True when an Origin header value is absent (NULL) or http:// + one of those names + :port. */
 bool mcp_http_origin_ok(const char *origin, int port, const char *bind);
 
+/* ---- strict framing (RFC 9112), for a server on civetweb 1.15 ---- */
+
+struct mg_request_info;
+
+/* Refuses a request whose framing or target could be read two ways, which civetweb accepts:
+ * Content-Length together with Transfer-Encoding; a Transfer-Encoding other than exactly
+ * "chunked" (or on HTTP/1.0); a Content-Length that is not decimal digits; a second Host, Origin,
+ * Content-Length, Transfer-Encoding, Content-Type or Authorization header; whitespace between a
+ * header name and its colon; MG_MAX_HEADERS header lines or more (civetweb ignores the rest);
+ * an absolute-form target; %00 in the path or the query, or a malformed %-escape in the path.
+ * Returns 0, or -1 with err (ERR_INVALID: answer 400 and close the connection) naming the
+ * problem and what to send instead. Pure: it reads ri, whose header strings must lie in
+ * civetweb's request buffer as civetweb left them (a space before a colon is told by the NUL
+ * bytes civetweb wrote over it), and whose path must not be decoded yet. */
+int mcp_http_check_head(const struct mg_request_info *ri, struct errinfo *err);
+
+/* mcp_http_check_head() on conn's request, then the path's %XX escapes decoded in place when
+ * civetweb runs with decode_url "no" (which it must, for %00 to be seen before it cuts the path;
+ * mcp_http_serve does). Call it first in begin_request. Returns 0 or -1 with err as above. */
+int mcp_http_check_request(struct mg_connection *conn, struct errinfo *err);
+
+/* Decodes the %XX escapes of path in place (a malformed one is kept as it is). */
+void mcp_http_decode_path(char *path);
+
 #ifdef __cplusplus
 }
 #endif

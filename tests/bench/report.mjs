@@ -332,6 +332,18 @@ if (extra.length) {
   }
 }
 
+// ---------------------------------------------------------------- slow clients (issue 12 §3)
+// tests/bench/slow-clients.mjs writes its own section; keep the one already in the doc.
+if (o.out !== '-' && existsSync(o.out)) {
+  const BEGIN = '<!-- slow-clients:begin -->', END = '<!-- slow-clients:end -->';
+  const doc = readFileSync(o.out, 'utf8');
+  const a = doc.indexOf(BEGIN), b = doc.indexOf(END);
+  if (a >= 0 && b > a) {
+    for (const l of doc.slice(a, b + END.length).split('\n')) p(l);
+    p();
+  }
+}
+
 p('## How to read this');
 p();
 p('- Only ratios from the same run count. The machines are shared and noisy: absolute times move');

@@ -15,7 +15,8 @@
 #    then the exec, console/resources, sandbox (issue 10: npm install through the proxy, a GET
 #    through a port forward, checkpoints: sandbox-bench.mjs), runbox's memory (RSS, PSS and
 #    private: proxy-mem.mjs) and Studio benchmarks;
-# 6. measures MCP over HTTP (tests/bench/http-run.sh: /mcp, /ws, server-everything);
+# 6. measures MCP over HTTP (tests/bench/http-run.sh: /mcp, /ws, server-everything), and
+#    /health and read_file probes under slow and many clients (tests/bench/slow-clients.mjs);
 # 7. prints the figures and the ratios against the issue's targets and writes them, with the
 #    machine and versions, to docs/performance.md.
 # This is a benchmark, not a test: nothing here fails because a number is slow.
@@ -28,6 +29,7 @@
 #   TREE_MB [100]; TREE_SEED [20261129]; SEARCH_RUNS [5]; SEARCH_WARMUP [1]; SKIP_SEARCH [0]
 #   SKIP_EXTRA [0] skip the exec, console/resources and Studio benchmarks; EXEC_RUNS [200]
 #   SKIP_HTTP [0] skip the MCP-over-HTTP benchmark (tests/bench/http-run.sh)
+#   SKIP_SLOW [0] skip the slow-clients benchmark (tests/bench/slow-clients.mjs)
 #   GREP_LOCALE [C] locale grep runs under (C is grep's fastest mode: the strictest baseline)
 #   QUIET_PCT [20] / QUIET_WAIT [30]: before each measurement wait up to QUIET_WAIT s for the
 #     machine to be less than QUIET_PCT % busy; MAX_OTHER [0.3] / MAX_RETRIES [2]: redo a
@@ -414,6 +416,15 @@ if [[ "${SKIP_HTTP:-0}" != 1 ]]; then
   RUNS="$RUNS" CALLS="$CALLS" BUILD_DIR="$BUILD_DIR" SKIP_BUILD=1 PEERS_DIR="$PEERS_DIR" \
     RESULTS_DIR="$RESULTS_DIR/http" OUT_DOC=- "$HERE/http-run.sh" >"$RESULTS_DIR/http.txt" 2>&1 ||
     log "HTTP benchmark failed: $(tail -c 600 "$RESULTS_DIR/http.txt")"
+fi
+
+# ---------------------------------------------------------------- slow clients (issue 12 §3)
+# It writes its section into OUT_DOC itself; report.mjs keeps that section.
+if [[ "${SKIP_SLOW:-0}" != 1 ]]; then
+  wait_quiet
+  log "slow clients: probes under 100 slowloris + 60 polls + 64 keep-alive clients (machine ${QUIET_SEEN}% busy before)"
+  RUNBOXD="$RUNBOXD" OUT_DOC="$OUT_DOC" node "$HERE/slow-clients.mjs" >"$RESULTS_DIR/slow-clients.txt" 2>&1 ||
+    log "slow-clients benchmark failed: $(tail -c 600 "$RESULTS_DIR/slow-clients.txt")"
 fi
 
 # ---------------------------------------------------------------- report

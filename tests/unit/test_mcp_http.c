@@ -235,6 +235,89 @@ START_TEST(test_mcp_http_answers_say_how_long_idle_connections_live)
 }
 END_TEST
 
+/* ---- strict framing and deadlines (issue 12 §3, §4): the library's own server ---- */
+
+/* Sends raw bytes on a fresh connection and reads everything until the server closes it (a
+ * server that keeps it open fails the test by the tcase timeout). Returns the bytes read. */
+static size_t exchange(const char *bytes, size_t n, char *buf, size_t size)
+{
+    int fd = dial();
+    size_t len = 0;
+
+    ck_assert_int_eq(write(fd, bytes, n), (ssize_t)n);
+    for (;;) {
+        ssize_t r = read(fd, buf + len, size - 1 - len);
+
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        ck_assert_uint_lt(len, size - 1);
+    }
+    buf[len] = '\0';
+    close(fd);
+    return len;
+}
+
+/* The framing cases: the request line, what follows the Host line (headers, body), the status
+ * and words the JSON-RPC error must hold. */
+static const struct {
+    const char *line, *rest, *status, *words;
+} framing[] = {
+    {"POST /mcp HTTP/1.1",
+     "Content-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+     "2f\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}\r\n0\r\n\r\n",
+     "400", "both Content-Length and Transfer-Encoding"},
+    {"POST /mcp HTTP/1.1",
+     "Content-Type: application/json\r\nTransfer-Encoding : chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+     "400", "whitespace before its colon"},
+    {"POST /mcp HTTP/1.1",
+     "Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}", "400",
+     "two Content-Length headers"},
+    {"GET /mcp HTTP/1.1", "Host: evil.example\r\n\r\n", "400", "two Host headers"},
+    {"POST /mcp%00x HTTP/1.1", "Content-Length: 0\r\n\r\n", "400", "%00 (a NUL byte)"},
+    {"POST /mcp HTTP/1.1",
+     "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+     "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+     "400", "chunked request body is malformed"},
+    {"BREW /mcp HTTP/1.1", "\r\n", "400", "the first line is METHOD"},
+    {"GET /mcp HTTP/2.0", "\r\n", "505", "send HTTP/1.1"},
+};
+
+/* Each ambiguous request gets one JSON-RPC error answer naming the problem, and the connection
+ * closes (nothing after it is read as a request). civetweb took all of them, or answered in
+ * plain text. */
+START_TEST(test_mcp_http_refuses_ambiguous_framing)
+{
+    char req[1024], resp[8192];
+    int n = snprintf(req, sizeof(req), "%s\r\nHost: 127.0.0.1:%d\r\n%s", framing[_i].line, port,
+                     framing[_i].rest);
+    size_t len;
+
+    ck_assert_int_lt(n, (int)sizeof(req));
+    len = exchange(req, (size_t)n, resp, sizeof(resp));
+    ck_assert_msg(len > 12 && strncmp(resp + 9, framing[_i].status, 3) == 0, "row %d: %s", _i,
+                  resp);
+    ck_assert_msg(strstr(resp, "Content-Type: application/json") != NULL, "row %d: %s", _i, resp);
+    ck_assert_msg(strstr(resp, "\"error\":{\"code\":-32600") != NULL, "row %d: %s", _i, resp);
+    ck_assert_msg(strstr(resp, framing[_i].words) != NULL, "row %d: %s", _i, resp);
+    ck_assert_msg(strstr(resp, "\nHTTP/1.") == NULL && strstr(resp, "}HTTP/1.") == NULL,
+                  "row %d: two answers: %s", _i, resp);
+}
+END_TEST
+
+/* A head that stops coming is answered 408 and closed after the guard's head limit (10 s by
+ * default), not civetweb's 30 s read timeout restarted at every byte. */
+START_TEST(test_mcp_http_cuts_a_stalled_head)
+{
+    char req[128], resp[4096];
+    int n = snprintf(req, sizeof(req), "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-A: b", port);
+
+    exchange(req, (size_t)n, resp, sizeof(resp));
+    ck_assert_msg(strncmp(resp, "HTTP/1.1 408", 12) == 0, "%s", resp);
+    ck_assert_msg(strstr(resp, "request head did not arrive in time") != NULL, "%s", resp);
+}
+END_TEST
+
 static Suite *mcp_http_suite(void)
 {
     Suite *suite = suite_create("mcp_http");
@@ -249,6 +332,13 @@ static Suite *mcp_http_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_mcp_http_header_values_are_trimmed);
     tcase_add_test(tc, test_mcp_http_answers_say_how_long_idle_connections_live);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("strict");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_mcp_http_refuses_ambiguous_framing, 0,
+                        (int)(sizeof(framing) / sizeof(framing[0])));
+    tcase_add_test(tc, test_mcp_http_cuts_a_stalled_head);
     suite_add_tcase(suite, tc);
     return suite;
 }
