@@ -224,6 +224,16 @@ static int owner_write(struct hstream *st, const char *json, size_t len, enum mc
 {
     bool final = kind == MCP_ROUTE_RESPONSE && st->ends_at_answer;
 
+    if (kind == MCP_ROUTE_RESPONSE && len == 0) {
+        /* No answer will come (the request was cancelled): a POST's stream ends without one,
+         * as an event stream with nothing in it when nothing was sent yet. */
+        if (!st->ends_at_answer)
+            return 0;
+        st->done = true;
+        if (st->mode == ST_UNSTARTED && start_sse(st) < 0)
+            return -1;
+        return mg_write(st->conn, "0\r\n\r\n", 5) > 0 ? 0 : -1;
+    }
     if (st->mode == ST_UNSTARTED && final) {
         st->mode = ST_JSON;
         st->done = true;
@@ -278,7 +288,8 @@ static void stream_deliver(struct hstream *st, const char *json, size_t len,
     m->next = NULL;
     m->kind = kind;
     m->len = len;
-    memcpy(m->text, json, len);
+    if (len)
+        memcpy(m->text, json, len);
     m->text[len] = '\0';
     if (st->tail)
         st->tail->next = m;
@@ -423,6 +434,14 @@ static void hsess_send(void *ctx, const char *json, size_t len, const struct mcp
     pthread_mutex_unlock(&hs->mu);
 }
 
+/* A request of the session will not be answered (cancelled): its POST's stream ends. */
+static void hsess_unanswered(void *ctx, const struct mcp_route *route)
+{
+    (void)ctx;
+    if (route->origin)
+        stream_deliver(route->origin, NULL, 0, MCP_ROUTE_RESPONSE);
+}
+
 static void hsess_closed(void *ctx)
 {
     struct hsess *hs = ctx;
@@ -433,7 +452,8 @@ static void hsess_closed(void *ctx)
     free(hs);
 }
 
-static const struct mcp_transport hsess_transport = {.send = hsess_send, .closed = hsess_closed};
+static const struct mcp_transport hsess_transport = {
+    .send = hsess_send, .closed = hsess_closed, .unanswered = hsess_unanswered};
 
 static void random_id(char out[MCP_HTTP_ID_LEN + 1])
 {

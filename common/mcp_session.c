@@ -597,6 +597,7 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
     struct jsonbuf b = JSONBUF_INIT(4096);
     struct mcp_call *c = NULL;
+    bool tell = false;
 
     /* A raw requestId is a string id with a NUL (jsonrpc_keep_nul_ids). */
     if (!cJSON_IsString(rid) && !cJSON_IsRaw(rid) && !is_integer_number(rid)) {
@@ -607,10 +608,16 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
     pthread_mutex_lock(&s->mu);
     if (!b.failed)
         c = mcp_calls_find(&s->calls, b.data, b.len);
-    if (c && !c->cancelled && !c->answered)
+    if (c && !c->cancelled && !c->answered) {
         mcp__call_mark_cancelled(c);
-    else
+        /* The transport hears that no answer will come, counted as a send so that
+         * mcp_session_cancel_origin() waits for it while the origin is still there. */
+        tell = s->t->unanswered && !c->batch && !s->closing;
+        if (tell)
+            c->sending++;
+    } else {
         c = NULL;
+    }
     pthread_mutex_unlock(&s->mu);
     if (!c) {
         /* Races are normal: the call may have just finished. */
@@ -620,6 +627,16 @@ static void on_cancelled(struct mcp_session *s, const cJSON *params)
         return;
     }
     log_debug("mcp: request %s cancelled by the client", c->id_text);
+    if (tell) {
+        struct mcp_route r = {
+            .kind = MCP_ROUTE_RESPONSE, .id = c->id_text, .id_len = c->id_len, .origin = c->origin};
+
+        s->t->unanswered(s->ctx, &r);
+        pthread_mutex_lock(&s->mu);
+        c->sending--;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->mu);
+    }
     mcp__call_cancelled(c);
     jsonbuf_cleanup(&b);
 }

@@ -287,6 +287,12 @@ struct mcp_transport {
     /* The last reference to the session is gone (mcp_session_close was called and every call
      * finished): the transport may free ctx. May be NULL. */
     void (*closed)(void *ctx);
+    /* Request `route->id` will get no answer: the client cancelled it (notifications/cancelled),
+     * and a cancelled request is not answered. A transport that holds something open for the
+     * answer (Streamable HTTP: the POST that carried the request) can end it now. Called at most
+     * once per request, before the call's handler hears of the cancel; never for a request in a
+     * batch. May be NULL. */
+    void (*unanswered)(void *ctx, const struct mcp_route *route);
 };
 
 /* Options of a session. */

@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const struct mcp_transport t = {on_send, on_closed};
+    static const struct mcp_transport t = {.send = on_send, .closed = on_closed};
     static const struct mcp_server_info info = {"fuzz", "1", NULL, "Use the tools.",
                                                 MCP_NOTIFY_TOOLS | MCP_NOTIFY_UPDATES};
     static struct fuzz f;

@@ -12,6 +12,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 
 import { startDaemon } from '../lib/daemon.mjs';
 import { FakePlugin } from '../lib/fakeplugin.mjs';
+import { mcpSession } from '../lib/mcp.mjs';
 import { until } from '../lib/wait.mjs';
 
 const LONG_BUDGET = 24; // CALL_LONG_MAX_DEFAULT
@@ -134,5 +135,40 @@ describe('a dropped HTTP request cancels its call', () => {
     assert.equal(got.hasCommand, true, 'not refused as busy: the plugin got the command');
     await plug.post('/result', JSON.stringify({ id: got.id, ok: true, result: 'next' }));
     assert.equal((await next.answer).body.result, 'next');
+  });
+});
+
+describe('notifications/cancelled on /mcp', () => {
+  let d;
+  before(async () => { d = await startDaemon(); });
+  after(async () => { await d.stop(); });
+
+  test('the cancelled request\'s own POST ends without an answer, and its worker is free', async () => {
+    const s = await mcpSession(d);
+    const marker = `cancel-mcp-${process.pid}`;
+    // The exec's POST, answered only when the call ends: it stays open while the run lives.
+    const pending = s.post({ jsonrpc: '2.0', id: 41, method: 'tools/call',
+                             params: { name: 'exec',
+                                       arguments: { command: `sleep 300 # ${marker}`,
+                                                    timeout_ms: 100000 } } });
+    await until('the run started', () => hostProcesses(marker).length > 0);
+    const n = await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled',
+                             params: { requestId: 41, reason: 'test' } });
+    assert.equal(n.status, 202, n.text);
+    // A cancelled request is not answered (MCP), and its POST does not wait for one: it ends as
+    // an event stream holding no message. Without that the POST stayed open until the client
+    // hung up, holding one of runboxd's workers.
+    const r = await pending;
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.headers['content-type'], /^text\/event-stream/);
+    assert.doesNotMatch(r.text, /^data:/m, 'no message: the cancelled request is not answered');
+    await until('the run killed', () => hostProcesses(marker).length === 0);
+    await until('the long-call slot back', async () =>
+      (await d.get('/health')).body.calls.long.in_use === 0);
+    // The session goes on.
+    const l = await s.post({ jsonrpc: '2.0', id: 42, method: 'tools/call',
+                             params: { name: 'list_dir', arguments: { path: '/' } } });
+    assert.equal(l.status, 200, l.text);
+    assert.equal(l.body.id, 42);
   });
 });
