@@ -65,6 +65,7 @@ struct api {
     struct api_events *events;  /* owned: GET /events */
     struct http_guard *guard;   /* owned: deadlines for request heads and bodies */
     int threads;                /* civetweb workers */
+    struct timespec started;    /* CLOCK_MONOTONIC at api_start, for /health's uptime_ms */
 };
 
 /* ---- responses ---- */
@@ -248,14 +249,18 @@ static int put_mcp_status(struct api *a, struct jsonbuf *b)
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
-    char head[160];
+    char head[192];
+    struct timespec now;
     int n, rc = 0;
 
+    clock_gettime(CLOCK_MONOTONIC, &now);
     jsonbuf_init(&b, 1u << 16);
     n = snprintf(head, sizeof(head),
                  "{\"ok\":true,\"service\":\"runboxd\",\"version\":\"%s\",\"pid\":%ld,"
-                 "\"port\":%d,\"workspace\":",
-                 RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port));
+                 "\"port\":%d,\"uptime_ms\":%lld,\"workspace\":",
+                 RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port),
+                 (long long)(now.tv_sec - a->started.tv_sec) * 1000 +
+                     (now.tv_nsec - a->started.tv_nsec) / 1000000);
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= jsonbuf_put_json_string(&b, a->workspace, strlen(a->workspace), NULL);
     n = snprintf(head, sizeof(head),
@@ -1031,6 +1036,7 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
         return NULL;
     }
     snprintf(a->bind, sizeof(a->bind), "%s", opt->bind);
+    clock_gettime(CLOCK_MONOTONIC, &a->started);
     atomic_init(&a->port, opt->port);
     a->token = opt->token ? strdup(opt->token) : NULL;
     a->workspace = strdup(opt->workspace);

@@ -1,0 +1,419 @@
+/* mcp-proxy/cli_call.c - `runbox call TOOL ...` and `runbox tools`.
+ *
+ * A call is validated here with the catalog's schema and the MCP server's messages before
+ * anything is sent, then goes to POST /tool/<name>. A tool whose catalog budget is "long" (exec,
+ * kill, the Studio tools) is asked for with Accept: text/event-stream, so that the daemon's
+ * progress events (for exec: the latest output lines) reach the terminal while it runs; the
+ * stream ends with the answer the plain request would have had. */
+#include "cli_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "jsonbuf.h"
+#include "upstream.h"
+
+static const char call_help[] =
+    "usage: runbox call [--json] [--quiet] TOOL [JSON | key=value ...]\n"
+    "\n"
+    "Calls one tool of runboxd and prints its result: text as it is, JSON pretty-printed.\n"
+    "The arguments are one JSON object, or key=value pairs read by the tool's schema (a string\n"
+    "stays text; numbers, booleans, arrays and objects are JSON); key:=JSON is always JSON.\n"
+    "They are checked before anything is sent, with the MCP server's messages.\n"
+    "\n"
+    "  --json     print the MCP result object ({\"content\":[...],\"isError\":...})\n"
+    "  --quiet    do not show exec's output on stderr while it runs\n"
+    "\n"
+    "examples:\n"
+    "  runbox call write_file path=/hello.txt content=hi\n"
+    "  runbox call read_file '{\"path\":\"/hello.txt\"}'\n"
+    "  runbox call exec command='npm test' timeout_ms=90000\n"
+    "\n"
+    "exit: 0 done, 1 the tool failed (isError), 2 bad usage or arguments (nothing sent),\n"
+    "      3 runboxd is not reachable\n";
+
+static const char tools_help[] =
+    "usage: runbox tools [--json] [GROUP | PROFILE]\n"
+    "\n"
+    "Lists the tools runbox serves (RUNBOX_TOOLS), grouped, one line each. A group\n"
+    "(workspace, exec, console, studio-scripts, ...) or a profile (sandbox, studio, readonly)\n"
+    "narrows the list. --json prints "
+    "{\"groups\":[{\"group\",\"tools\":[{name,title,description}]}]}.\n"
+    "Needs no daemon.\n";
+
+/* ---- printing a result ---- */
+
+/* The MCP tools/call result, as the stdio server builds it (proxy.c, mcp_call.c). Owned. */
+static cJSON *mcp_result(const struct catalog_tool *tool, const struct upstream_answer *a)
+{
+    cJSON *res = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(res, "content");
+    cJSON *item = cJSON_CreateObject();
+    char *text = NULL;
+    const cJSON *structured = a->structured;
+
+    cJSON_AddItemToArray(content, item);
+    cJSON_AddStringToObject(item, "type", "text");
+    if (!a->ok) {
+        cJSON *e = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(e, "error", a->error ? a->error : "");
+        cJSON_AddBoolToObject(e, "timeout", a->timeout);
+        text = cJSON_PrintUnformatted(e);
+        cJSON_Delete(e);
+    } else if (cJSON_IsString(a->result)) {
+        text = strdup(a->result->valuestring);
+    } else if (a->result) {
+        text = cJSON_PrintUnformatted(a->result);
+        if (!structured && cJSON_IsObject(a->result))
+            structured = a->result;
+    }
+    cJSON_AddStringToObject(item, "text", text ? text : "");
+    free(text);
+    cJSON_AddBoolToObject(res, "isError", !a->ok);
+    if (a->ok && cJSON_IsObject(structured) && catalog_tool_output_schema(tool))
+        cJSON_AddItemToObject(res, "structuredContent", cJSON_Duplicate(structured, 1));
+    return res;
+}
+
+static int print_answer(struct cli *c, const struct catalog_tool *tool,
+                        const struct upstream_answer *a, bool json)
+{
+    if (json) {
+        cJSON *res = mcp_result(tool, a);
+
+        cli_print_json(res);
+        cJSON_Delete(res);
+    } else if (!a->ok) {
+        cli_err(c, "%s: %s", catalog_tool_name(tool), a->error ? a->error : "failed");
+    } else if (cJSON_IsString(a->result)) {
+        size_t n = strlen(a->result->valuestring);
+
+        fputs(a->result->valuestring, stdout);
+        if (n == 0 || a->result->valuestring[n - 1] != '\n')
+            fputc('\n', stdout);
+    } else if (a->result) {
+        cli_print_json(a->result);
+    }
+    return a->ok ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+/* ---- the streamed call ---- */
+
+struct stream {
+    struct cli *c;
+    struct cli_sse sse;
+    bool quiet;
+    bool answered;
+    long status;
+    char *body; /* owned: the answer's body as JSON text */
+    char *last; /* owned: the last progress message shown */
+    struct errinfo err;
+};
+
+static void show_progress(struct stream *s, const char *data, size_t len)
+{
+    cJSON *doc = cJSON_ParseWithLength(data, len);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "message");
+    size_t n;
+
+    if (!s->quiet && cJSON_IsString(m) && m->valuestring[0] &&
+        (!s->last || strcmp(s->last, m->valuestring) != 0)) {
+        n = strlen(m->valuestring);
+        fputs(m->valuestring, stderr);
+        if (m->valuestring[n - 1] != '\n')
+            fputc('\n', stderr);
+        free(s->last);
+        s->last = strdup(m->valuestring);
+    }
+    cJSON_Delete(doc);
+}
+
+static int on_event(void *ctx, const struct cli_sse_event *ev)
+{
+    struct stream *s = ctx;
+    cJSON *doc;
+    const cJSON *st, *body;
+
+    if (strcmp(ev->event, "progress") == 0) {
+        show_progress(s, ev->data, ev->data_len);
+        return 0;
+    }
+    if (strcmp(ev->event, "answer") != 0)
+        return 0;
+    doc = cJSON_ParseWithLength(ev->data, ev->data_len);
+    st = cJSON_GetObjectItemCaseSensitive(doc, "status");
+    body = cJSON_GetObjectItemCaseSensitive(doc, "body");
+    if (cJSON_IsNumber(st) && body) {
+        s->status = (long)st->valuedouble;
+        s->body = cJSON_PrintUnformatted(body);
+        s->answered = s->body != NULL;
+    }
+    cJSON_Delete(doc);
+    return 1;
+}
+
+static int on_stream_body(void *ctx, const char *buf, size_t n)
+{
+    struct stream *s = ctx;
+
+    return cli_sse_feed(&s->sse, buf, n, &s->err) != 0;
+}
+
+/* POST /tool/<name> as a stream; falls back to a plain answer when the daemon sends JSON. */
+static int call_streamed(struct cli *c, const char *name, const char *args, bool quiet,
+                         struct upstream_answer *a)
+{
+    struct stream s = {.c = c, .quiet = quiet};
+    struct cli_http_req q = {.method = "POST",
+                             .body = args,
+                             .body_len = strlen(args),
+                             .accept = "text/event-stream, application/json",
+                             .timeout_ms = c->call_timeout_ms,
+                             .ctx = &s};
+    struct cli_http_reply rep;
+    struct upstream_reply r;
+    char path[200], *problem = NULL;
+    int rc = 0;
+
+    snprintf(path, sizeof(path), "/tool/%s", name);
+    q.path = path;
+    q.on_body = on_stream_body;
+    q.stream_type = "text/event-stream";
+    memset(a, 0, sizeof(*a));
+    cli_sse_init(&s.sse, on_event, &s);
+    cli_http_do(&c->target, &q, &rep);
+    if (rep.r.outcome == UPSTREAM_ANSWERED &&
+        strncmp(rep.content_type, "text/event-stream", 17) != 0) {
+        /* A plain answer (a daemon that does not stream, or a refusal before the call). */
+        problem = cli_reply_problem(c, &rep);
+        if (problem) {
+            cli_err(c, "%s", problem);
+            rc = CLI_EXIT_DOWN;
+        } else if (upstream_map_answer(&rep.r, c->target.base_url, a) < 0) {
+            rc = CLI_EXIT_FAILED;
+        }
+    } else if (s.answered) {
+        memset(&r, 0, sizeof(r));
+        r.outcome = UPSTREAM_ANSWERED;
+        r.status = s.status;
+        r.body = s.body;
+        r.body_len = strlen(s.body);
+        r.error = "";
+        if (upstream_map_answer(&r, c->target.base_url, a) < 0)
+            rc = CLI_EXIT_FAILED;
+    } else if (rep.r.outcome == UPSTREAM_TIMEOUT) {
+        upstream_map_answer(&rep.r, c->target.base_url, a);
+    } else {
+        problem = cli_reply_problem(c, &rep);
+        if (!problem && rep.r.outcome == UPSTREAM_ANSWERED) {
+            if (s.err.msg[0])
+                problem = strdup(s.err.msg);
+            else
+                problem = strdup("runboxd's stream ended before its answer; the call may have "
+                                 "been applied - check before repeating");
+        }
+        if (problem) {
+            cli_err(c, "%s", problem);
+            rc = CLI_EXIT_DOWN;
+        }
+    }
+    free(problem);
+    free(s.body);
+    free(s.last);
+    cli_sse_cleanup(&s.sse);
+    cli_http_reply_cleanup(&rep);
+    return rc;
+}
+
+/* ---- runbox call ---- */
+
+int cli_call(struct cli *c, int argc, char **argv)
+{
+    bool json = false, quiet = false;
+    const struct catalog_tool *tool;
+    struct upstream_answer a;
+    struct errinfo err = {0};
+    cJSON *args;
+    char *why, *body;
+    int i = 0, rc;
+
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (cli_help(argv[i], call_help))
+            return CLI_EXIT_OK;
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
+            quiet = true;
+        } else {
+            cli_err(c, "unknown option '%s'\n\n%s", argv[i], call_help);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        cli_err(c, "which tool? `runbox tools` lists them\n\n%s", call_help);
+        return CLI_EXIT_USAGE;
+    }
+    tool = catalog_find(c->cat, argv[i]);
+    if (!tool) {
+        cli_err(c, "unknown tool: %s; `runbox tools` lists the tools%s", argv[i],
+                catalog_find(catalog_builtin(), argv[i]) ? " (RUNBOX_TOOLS leaves it out)" : "");
+        return CLI_EXIT_USAGE;
+    }
+    args = cli_args_parse(catalog_tool_input_schema(tool), argc - i - 1, argv + i + 1, &err);
+    if (!args) {
+        cli_err(c, "%s", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    why = cli_args_check(catalog_tool_input_schema(tool), args);
+    if (why) {
+        cli_err(c, "%s: invalid arguments:\n%s", argv[i], why);
+        free(why);
+        cJSON_Delete(args);
+        return CLI_EXIT_USAGE;
+    }
+    body = cJSON_PrintUnformatted(args);
+    cJSON_Delete(args);
+    rc = cli_need_target(c);
+    if (rc == 0 && !body)
+        rc = CLI_EXIT_FAILED;
+    if (rc == 0)
+        rc = catalog_tool_budget(tool) == CATALOG_BUDGET_LONG
+                 ? call_streamed(c, argv[i], body, quiet, &a)
+                 : cli_tool(c, argv[i], body, &a);
+    cJSON_free(body);
+    if (rc != 0)
+        return rc;
+    rc = print_answer(c, tool, &a, json);
+    upstream_answer_cleanup(&a);
+    return rc;
+}
+
+/* ---- runbox tools ---- */
+
+/* The first sentence of a description (up to ". " or the end), at most n-1 bytes. */
+static void first_sentence(const char *d, char *out, size_t n)
+{
+    const char *end = strstr(d, ". ");
+    size_t len = end ? (size_t)(end - d) + 1 : strlen(d);
+
+    if (len >= n)
+        len = n - 1;
+    memcpy(out, d, len);
+    out[len] = '\0';
+}
+
+static const char *tool_text(const struct catalog_tool *t, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(catalog_tool_object(t), key);
+
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* The groups of cat in order of first appearance. */
+static size_t groups_of(const struct catalog *cat, const struct catalog *within,
+                        const char **groups, size_t max)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const char *g = catalog_tool_group(catalog_at(cat, i));
+        size_t k = 0;
+
+        if (!catalog_find(within, catalog_tool_name(catalog_at(cat, i))))
+            continue;
+        while (k < n && strcmp(groups[k], g) != 0)
+            k++;
+        if (k == n && n < max)
+            groups[n++] = g;
+    }
+    return n;
+}
+
+/* Prints the tools of cat that within (the RUNBOX_TOOLS view) serves too. */
+static void print_tools(const struct catalog *cat, const struct catalog *within, bool json)
+{
+    const char *groups[64];
+    size_t ng = groups_of(cat, within, groups, 64);
+    cJSON *doc = json ? cJSON_CreateObject() : NULL;
+    cJSON *garr = json ? cJSON_AddArrayToObject(doc, "groups") : NULL;
+    char line[160];
+
+    for (size_t g = 0; g < ng; g++) {
+        cJSON *gobj = NULL, *tarr = NULL;
+
+        if (json) {
+            gobj = cJSON_CreateObject();
+            cJSON_AddItemToArray(garr, gobj);
+            cJSON_AddStringToObject(gobj, "group", groups[g]);
+            tarr = cJSON_AddArrayToObject(gobj, "tools");
+        } else {
+            printf("%s%s\n", g ? "\n" : "", groups[g]);
+        }
+        for (size_t i = 0; i < catalog_count(cat); i++) {
+            const struct catalog_tool *t = catalog_at(cat, i);
+
+            if (strcmp(catalog_tool_group(t), groups[g]) != 0 ||
+                !catalog_find(within, catalog_tool_name(t)))
+                continue;
+            if (json) {
+                cJSON *o = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(o, "name", catalog_tool_name(t));
+                cJSON_AddStringToObject(o, "title", tool_text(t, "title"));
+                cJSON_AddStringToObject(o, "description", tool_text(t, "description"));
+                cJSON_AddItemToArray(tarr, o);
+                continue;
+            }
+            first_sentence(tool_text(t, "description"), line, sizeof(line));
+            printf("  %-26s %s\n", catalog_tool_name(t), line);
+        }
+    }
+    if (json) {
+        cli_print_json(doc);
+        cJSON_Delete(doc);
+    }
+}
+
+int cli_tools(struct cli *c, int argc, char **argv)
+{
+    bool json = false, names = false;
+    const char *which = NULL;
+    struct catalog *sel = NULL;
+    struct errinfo err = {0};
+
+    for (int i = 0; i < argc; i++) {
+        if (cli_help(argv[i], tools_help))
+            return CLI_EXIT_OK;
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--names") == 0) {
+            names = true; /* for the shell completions */
+        } else if (argv[i][0] != '-' && !which) {
+            which = argv[i];
+        } else {
+            cli_err(c, "unexpected '%s'\n\n%s", argv[i], tools_help);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (which) {
+        sel = catalog_select(catalog_builtin(), which, &err);
+        if (!sel) {
+            cli_err(c, "%s", err.msg);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (names) {
+        const struct catalog *cat = sel ? sel : c->cat;
+
+        for (size_t i = 0; i < catalog_count(cat); i++)
+            if (catalog_find(c->cat, catalog_tool_name(catalog_at(cat, i))))
+                printf("%s\n", catalog_tool_name(catalog_at(cat, i)));
+    } else {
+        print_tools(sel ? sel : c->cat, c->cat, json);
+    }
+    catalog_free(sel);
+    return CLI_EXIT_OK;
+}
