@@ -102,32 +102,72 @@ static int print_answer(struct cli *c, const struct catalog_tool *tool,
 
 /* ---- the streamed call ---- */
 
+#define SHOWN_MAX 256 /* output lines remembered to tell new ones from repeated ones */
+
 struct stream {
     struct cli *c;
     struct cli_sse sse;
     bool quiet;
     bool answered;
     long status;
-    char *body; /* owned: the answer's body as JSON text */
-    char *last; /* owned: the last progress message shown */
+    char *body;              /* owned: the answer's body as JSON text */
+    char *shown[SHOWN_MAX];  /* owned: the last output lines shown, oldest first */
+    size_t nshown;
     struct errinfo err;
 };
 
+static void remember(struct stream *s, const char *line, size_t len)
+{
+    if (s->nshown == SHOWN_MAX) {
+        free(s->shown[0]);
+        memmove(s->shown, s->shown + 1, (SHOWN_MAX - 1) * sizeof(s->shown[0]));
+        s->nshown--;
+    }
+    s->shown[s->nshown++] = strndup(line, len);
+}
+
+static void forget_all(struct stream *s)
+{
+    for (size_t i = 0; i < s->nshown; i++)
+        free(s->shown[i]);
+    s->nshown = 0;
+}
+
+/* exec's progress says "running for N s; latest output:\n<the last lines>": a window over the
+ * output that moves on. The lines shown already are the longest end of what was shown that
+ * starts the window; the rest is new and goes to stderr. */
 static void show_progress(struct stream *s, const char *data, size_t len)
 {
     cJSON *doc = cJSON_ParseWithLength(data, len);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "message");
-    size_t n;
+    const char *out = cJSON_IsString(m) ? strstr(m->valuestring, "latest output:\n") : NULL;
+    const char *lines[SHOWN_MAX];
+    size_t lens[SHOWN_MAX], n = 0, k;
 
-    if (!s->quiet && cJSON_IsString(m) && m->valuestring[0] &&
-        (!s->last || strcmp(s->last, m->valuestring) != 0)) {
-        n = strlen(m->valuestring);
-        fputs(m->valuestring, stderr);
-        if (m->valuestring[n - 1] != '\n')
-            fputc('\n', stderr);
-        free(s->last);
-        s->last = strdup(m->valuestring);
+    if (s->quiet || !out)
+        goto done;
+    for (const char *p = out + 15; *p && n < SHOWN_MAX;) {
+        const char *nl = strchr(p, '\n');
+
+        lines[n] = p;
+        lens[n++] = nl ? (size_t)(nl - p) : strlen(p);
+        p = nl ? nl + 1 : p + strlen(p);
     }
+    for (k = n < s->nshown ? n : s->nshown; k > 0; k--) {
+        size_t i = 0;
+
+        while (i < k && strlen(s->shown[s->nshown - k + i]) == lens[i] &&
+               memcmp(s->shown[s->nshown - k + i], lines[i], lens[i]) == 0)
+            i++;
+        if (i == k)
+            break;
+    }
+    for (size_t i = k; i < n; i++) {
+        fprintf(stderr, "%.*s\n", (int)lens[i], lines[i]);
+        remember(s, lines[i], lens[i]);
+    }
+    fflush(stderr);
+done:
     cJSON_Delete(doc);
 }
 
@@ -222,7 +262,7 @@ static int call_streamed(struct cli *c, const char *name, const char *args, bool
     }
     free(problem);
     free(s.body);
-    free(s.last);
+    forget_all(&s);
     cli_sse_cleanup(&s.sse);
     cli_http_reply_cleanup(&rep);
     return rc;

@@ -141,6 +141,7 @@ function showStudio(st) {
   $('studio-state').textContent = st.connected
     ? `${insts.length} instance(s), ${st.queue_depth || 0} command(s) queued`
     : 'not connected: install the Runbox plugin and press Connect';
+  $('studio-table').hidden = insts.length === 0;
   $('studio-rows').replaceChildren(...insts.map((i) => el('tr', {},
     el('td', {}, i.active ? '●' : ''), el('td', {}, i.name || ''), el('td', {}, i.role || ''),
     el('td', { class: 'mono' }, i.place || ''), el('td', {}, `${duration(i.last_poll_ms_ago)} ago`))));
