@@ -7,8 +7,8 @@
 // a link to runboxd, as an install has them.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync }
-  from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync,
+         writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -362,6 +362,30 @@ function runBin(env, args) {
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+describe('shell completion', () => {
+  test('bash completes subcommands and, after call, the tool names', () => {
+    const file = path.resolve(path.dirname(new URL(import.meta.url).pathname),
+                              '../../mcp-proxy/completions/runbox.bash');
+    const bin = path.dirname(realpathSync(runboxPath()));
+    const complete = (words) => spawnSync('bash', ['-c',
+      `source ${file}; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); ` +
+      '_runbox; printf "%s\\n" "${COMPREPLY[@]}"'],
+    { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } }).stdout;
+    assert.deepEqual(complete("runbox st").trim().split('\n').sort(), ['start', 'status', 'stop']);
+    const tools = complete("runbox call read").trim().split('\n');
+    assert.ok(tools.includes('read_file'), tools.join(' '));
+    assert.deepEqual(complete("runbox logs --level w").trim(), 'warn');
+  });
+
+  test('zsh\'s completion file parses', (t) => {
+    if (spawnSync('zsh', ['--version']).error) return t.skip('zsh is not installed');
+    const file = path.resolve(path.dirname(new URL(import.meta.url).pathname),
+                              '../../mcp-proxy/completions/_runbox');
+    const r = spawnSync('zsh', ['-n', file], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  });
+});
 
 describe('runbox with no subcommand', () => {
   test('at a terminal it says what it is, and still serves MCP', async () => {
