@@ -12,68 +12,108 @@
 #include <civetweb.h>
 
 #include "api.h"
+#include "jsonbuf.h"
 
-#define TOKEN_MARK "{{PAGE_TOKEN}}"
+#define HTML_MAX ((size_t)1 << 20) /* the page with its style and script in */
 
+/* The page is one response: index.html with status.css and status.js put in (one round trip
+ * instead of three), allowed by a CSP nonce, and the page token. */
 struct status_page {
     char token[STATUS_PAGE_TOKEN_LEN + 1];
-    char *html; /* owned: index.html with the token in */
+    char nonce[STATUS_PAGE_TOKEN_LEN + 1];
+    char *html; /* owned */
     size_t html_len;
 };
 
-static const struct status_page_asset *asset(const char *path)
+static const struct status_page_asset *asset(const char *name)
 {
-    if (strcmp(path, "/") == 0)
-        path = "/index.html";
     for (size_t i = 0; i < status_page_nassets; i++)
-        if (strcmp(status_page_assets[i].path, path) == 0)
+        if (strcmp(status_page_assets[i].path, name) == 0)
             return &status_page_assets[i];
     return NULL;
 }
 
 bool status_page_is_path(const char *path)
 {
-    return strcmp(path, "/") == 0 || (strcmp(path, "/index.html") != 0 && asset(path) != NULL);
+    return strcmp(path, "/") == 0;
+}
+
+static int random_hex(char *out, struct errinfo *err)
+{
+    unsigned char raw[STATUS_PAGE_TOKEN_LEN / 2];
+
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        errinfo_sys(err, "status page: no random bytes for its token");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
+
+/* index.html with each {{NAME}} replaced. Returns 0, or -1 with err (a mark with no value, a
+ * script that would end its own element, no memory). */
+static int build_html(struct status_page *p, struct errinfo *err)
+{
+    const struct status_page_asset *html = asset("/index.html"), *css = asset("/status.css"),
+                                   *js = asset("/status.js");
+    const struct {
+        const char *mark, *value;
+    } vals[] = {{"{{PAGE_TOKEN}}", p->token},
+                {"{{NONCE}}", p->nonce},
+                {"{{STYLE}}", css ? css->data : NULL},
+                {"{{SCRIPT}}", js ? js->data : NULL}};
+    struct jsonbuf b = JSONBUF_INIT(HTML_MAX);
+    const char *s;
+
+    if (!html || !css || !js || strstr(js->data, "</script") || strstr(css->data, "</style")) {
+        errinfo_set(err, ERR_INTERNAL,
+                    "status page: daemon/status/ is incomplete or its "
+                    "script or style would end its own element");
+        return -1;
+    }
+    for (s = html->data; *s;) {
+        const char *open = strstr(s, "{{");
+        size_t k = 0;
+
+        if (!open) {
+            jsonbuf_puts(&b, s, NULL);
+            break;
+        }
+        jsonbuf_put(&b, s, (size_t)(open - s), NULL);
+        while (k < sizeof(vals) / sizeof(vals[0]) &&
+               strncmp(open, vals[k].mark, strlen(vals[k].mark)) != 0)
+            k++;
+        if (k == sizeof(vals) / sizeof(vals[0])) {
+            jsonbuf_cleanup(&b);
+            errinfo_set(err, ERR_INTERNAL, "status page: unknown mark %.20s in index.html", open);
+            return -1;
+        }
+        jsonbuf_puts(&b, vals[k].value, NULL);
+        s = open + strlen(vals[k].mark);
+    }
+    if (b.failed) {
+        jsonbuf_cleanup(&b);
+        errinfo_set(err, ERR_NOMEM, "status page: out of memory");
+        return -1;
+    }
+    p->html = jsonbuf_take(&b, &p->html_len);
+    return p->html ? 0 : -1;
 }
 
 struct status_page *status_page_new(struct errinfo *err)
 {
     struct status_page *p = calloc(1, sizeof(*p));
-    const struct status_page_asset *a = asset("/");
-    unsigned char raw[STATUS_PAGE_TOKEN_LEN / 2];
-    const char *mark;
-    size_t pre;
 
     if (!p) {
         errinfo_set(err, ERR_NOMEM, "status page: out of memory");
         return NULL;
     }
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-        errinfo_sys(err, "status page: no random bytes for its token");
+    if (random_hex(p->token, err) < 0 || random_hex(p->nonce, err) < 0 || build_html(p, err) < 0) {
+        free(p->html);
         free(p);
         return NULL;
     }
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(p->token + 2 * i, 3, "%02x", raw[i]);
-    mark = a ? strstr(a->data, TOKEN_MARK) : NULL;
-    if (!mark) {
-        errinfo_set(err, ERR_INTERNAL, "status page: index.html has no %s", TOKEN_MARK);
-        free(p);
-        return NULL;
-    }
-    pre = (size_t)(mark - a->data);
-    p->html_len = a->len - strlen(TOKEN_MARK) + STATUS_PAGE_TOKEN_LEN;
-    p->html = malloc(p->html_len + 1);
-    if (!p->html) {
-        errinfo_set(err, ERR_NOMEM, "status page: out of memory");
-        free(p);
-        return NULL;
-    }
-    memcpy(p->html, a->data, pre);
-    memcpy(p->html + pre, p->token, STATUS_PAGE_TOKEN_LEN);
-    memcpy(p->html + pre + STATUS_PAGE_TOKEN_LEN, mark + strlen(TOKEN_MARK),
-           a->len - pre - strlen(TOKEN_MARK));
-    p->html[p->html_len] = '\0';
     return p;
 }
 
@@ -90,53 +130,32 @@ const char *status_page_token(const struct status_page *p)
     return p->token;
 }
 
-static const char *content_type(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-
-    if (!dot || strcmp(path, "/") == 0 || strcmp(dot, ".html") == 0)
-        return "text/html; charset=utf-8";
-    if (strcmp(dot, ".css") == 0)
-        return "text/css; charset=utf-8";
-    if (strcmp(dot, ".js") == 0)
-        return "text/javascript; charset=utf-8";
-    if (strcmp(dot, ".svg") == 0)
-        return "image/svg+xml";
-    return "application/octet-stream";
-}
-
 int status_page_handle(const struct status_page *p, struct mg_connection *conn, const char *method,
                        const char *path)
 {
-    const struct status_page_asset *a = asset(path);
-    const char *body;
-    size_t len;
     char head[1024];
     int n;
 
+    (void)path;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return api_send_error(conn, 405, "the status page is read with GET", "Allow", "GET");
-    if (!a)
-        return api_send_error(conn, 404, "no such file of the status page", NULL, NULL);
-    body = strcmp(path, "/") == 0 ? p->html : a->data;
-    len = strcmp(path, "/") == 0 ? p->html_len : a->len;
     /* Same-origin only, in every way a browser can be told: no framing, no embedding by other
      * sites, no sniffing, no referrer, and scripts and connections only from here. */
     n = snprintf(head, sizeof(head),
-                 "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                 "Cache-Control: no-store\r\n"
-                 "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src "
-                 "'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; "
+                 "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+                 "Content-Length: %zu\r\nCache-Control: no-store\r\n"
+                 "Content-Security-Policy: default-src 'none'; script-src 'nonce-%s'; style-src "
+                 "'nonce-%s'; img-src data:; connect-src 'self'; frame-ancestors 'none'; "
                  "base-uri 'none'; form-action 'none'\r\n"
                  "X-Frame-Options: DENY\r\nX-Content-Type-Options: nosniff\r\n"
                  "Referrer-Policy: no-referrer\r\nCross-Origin-Resource-Policy: same-origin\r\n"
                  "Cross-Origin-Opener-Policy: same-origin\r\n\r\n",
-                 content_type(path), len);
+                 p->html_len, p->nonce, p->nonce);
     if (n < 0 || (size_t)n >= sizeof(head))
         return api_send_error(conn, 500, "status page: header too long", NULL, NULL);
     mg_write(conn, head, (size_t)n);
     if (strcmp(method, "GET") == 0)
-        mg_write(conn, body, len);
+        mg_write(conn, p->html, p->html_len);
     return 200;
 }
 

@@ -1,8 +1,8 @@
 /* daemon/status_page.h - the status page at GET /: runboxd's state for a person, in a browser.
  *
  * The page is three files (daemon/status/index.html, status.css, status.js) compiled into the
- * binary; the page reads the daemon through its own API (GET /health, POST /tool/..., GET
- * /events), from its own origin.
+ * binary and served as one; the page reads the daemon through its own API (GET /health, POST
+ * /tool/..., GET /events), from its own origin.
  *
  * Browser rules (docs/security.md), on top of the Host and Origin checks every request passes:
  * - A request that a browser marks as coming from another site (Sec-Fetch-Site: cross-site or
@@ -11,8 +11,10 @@
  *   exception (following a link to the page is fine; the page then runs on its own origin).
  * - A POST from a browser (it carries Origin, which must already be our own) must also carry
  *   X-Runbox-Page-Token with this daemon's page token, which only the page's own HTML holds.
- * - The page's files are served without the bearer token (RUNBOX_TOKEN); everything the page
- *   then asks for needs it as any other request does, and the page asks the user for it.
+ * - The page is served without the bearer token (RUNBOX_TOKEN); everything it then asks for
+ *   needs it as any other request does, and the page asks the user for it.
+ * The page is one response: status.css and status.js are put into index.html at start-up,
+ * allowed by a CSP nonce made then.
  *
  * Thread-safety: the page is immutable after status_page_new(); any thread. */
 #ifndef DAEMON_STATUS_PAGE_H
@@ -38,10 +40,10 @@ void status_page_free(struct status_page *p); /* NULL is a no-op */
 /* The token the page's HTML carries. Borrowed. */
 const char *status_page_token(const struct status_page *p);
 
-/* True for the page's own files ("/", "/status.css", "/status.js"). Pure. */
+/* True for the page's path, "/". Pure. */
 bool status_page_is_path(const char *path);
 
-/* Serves one of them (GET only; anything else is 405). Returns the HTTP status. */
+/* Serves the page (GET and HEAD; anything else is 405). Returns the HTTP status. */
 int status_page_handle(const struct status_page *p, struct mg_connection *conn, const char *method,
                        const char *path);
 

@@ -48,7 +48,7 @@ describe('HTTP checks', () => {
       jsonError(r, 403, /Host/);
     }
     // The status page too: a rebinding page (Host: attacker.test) never gets it.
-    for (const p of ['/', '/status.js', '/status.css', '/events'])
+    for (const p of ['/', '/events'])
       jsonError(await request(d.port, p, { headers: { Host: 'attacker.test' } }), 403, /Host/);
     const w = await request(d.port, '/tool/write_file', {
       method: 'POST', headers: { Host: 'attacker.test', 'Content-Type': 'application/json' },
@@ -72,7 +72,7 @@ describe('HTTP checks', () => {
       const r = await d.call('write_file', { path: '/o.txt', content: 'x' }, { Origin: origin });
       jsonError(r, 403, /Origin/);
       // The status page and its endpoints are no exception.
-      for (const p of ['/', '/status.js', '/events', '/health'])
+      for (const p of ['/', '/events', '/health'])
         jsonError(await d.get(p, { Origin: origin }), 403, /Origin/);
     }
     assert.equal(existsSync(path.join(d.workspace, 'o.txt')), false);
@@ -95,7 +95,12 @@ describe('HTTP checks', () => {
                                    'Sec-Fetch-Mode': 'navigate' });
     assert.equal(nav.status, 200);
     assert.equal(nav.headers['x-frame-options'], 'DENY');
-    assert.match(nav.headers['content-security-policy'], /frame-ancestors 'none'/);
+    const csp = nav.headers['content-security-policy'];
+    assert.match(csp, /frame-ancestors 'none'/);
+    // The page's style and script are in it, allowed by a nonce; nothing else may run.
+    const nonce = /script-src 'nonce-([0-9a-f]{32})'/.exec(csp)[1];
+    assert.ok(nav.text.includes(`<script nonce="${nonce}">`));
+    assert.ok(!/<script(?![^>]*nonce)/.test(nav.text), 'every script has the nonce');
   });
 
   test('a text/plain body is refused with 415; charset parameters are fine', async () => {
