@@ -359,10 +359,8 @@ int autostart_log_tail(const char *path, long long offset, int lines, const char
     for (int i = first; i < k; i++) {
         int w = snprintf(out + len, n - len, "%s%s", i > first ? sep : "", starts[i % lines]);
 
-        if (w < 0 || (size_t)w >= n - len) {
-            len = n - 1;
-            break;
-        }
+        if (w < 0 || (size_t)w >= n - len)
+            break; /* cut: snprintf wrote what fits */
         len += (size_t)w;
     }
     return k;

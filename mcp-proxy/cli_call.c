@@ -110,8 +110,8 @@ struct stream {
     bool quiet;
     bool answered;
     long status;
-    char *body;              /* owned: the answer's body as JSON text */
-    char *shown[SHOWN_MAX];  /* owned: the last output lines shown, oldest first */
+    char *body;             /* owned: the answer's body as JSON text */
+    char *shown[SHOWN_MAX]; /* owned: the last output lines shown, oldest first */
     size_t nshown;
     struct errinfo err;
 };

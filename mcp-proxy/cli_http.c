@@ -278,13 +278,10 @@ static int connect_one(struct conn *c, const struct addrinfo *ai)
         return errno;
     if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0)
         return 0;
-    if (errno != EINPROGRESS) {
-        e = errno;
-    } else if (wait_fd(c, POLLOUT) < 0) {
+    if (errno == EINPROGRESS && wait_fd(c, POLLOUT) < 0)
         e = ETIMEDOUT;
-    } else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0) {
+    else if (errno != EINPROGRESS || getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
         e = errno;
-    }
     if (e) {
         close(c->fd);
         c->fd = -1;
@@ -587,8 +584,9 @@ static int parse_head(struct body *b, const char *head, size_t len)
     char val[64];
     int status = 0;
 
-    if (len < 12 || strncmp(head, "HTTP/1.", 7) != 0 || sscanf(head + 9, "%3d", &status) != 1 ||
-        status < 100) {
+    for (size_t i = 9; len >= 12 && i < 12 && head[i] >= '0' && head[i] <= '9'; i++)
+        status = status * 10 + (head[i] - '0');
+    if (len < 12 || strncmp(head, "HTTP/1.", 7) != 0 || status < 100) {
         fail(out, UPSTREAM_FAILED, 0, "the answer is not HTTP", NULL);
         return -1;
     }

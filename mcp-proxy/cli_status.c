@@ -84,7 +84,8 @@ static void print_sandbox(const cJSON *sb)
            str_of(sb, "version") ? str_of(sb, "version") : "?",
            str_of(sb, "bwrap") ? str_of(sb, "bwrap") : "?",
            str_of(sb, "memory") ? str_of(sb, "memory") : "?");
-    if (str_of(cg, "reason") && strcmp(str_of(sb, "memory") ? str_of(sb, "memory") : "", "cgroup"))
+    if (str_of(cg, "reason") &&
+        strcmp(str_of(sb, "memory") ? str_of(sb, "memory") : "", "cgroup") != 0)
         printf("            (no cgroup: %.160s%s)\n", str_of(cg, "reason"),
                strlen(str_of(cg, "reason")) > 160 ? "..." : "");
 }
@@ -586,8 +587,8 @@ int cli_logs(struct cli *c, int argc, char **argv)
             }
         } else if (strcmp(a, "--source") == 0 && v) {
             lg.source = argv[++i];
-            if (strcmp(lg.source, "exec") && strcmp(lg.source, "studio") &&
-                strcmp(lg.source, "daemon")) {
+            if (strcmp(lg.source, "exec") != 0 && strcmp(lg.source, "studio") != 0 &&
+                strcmp(lg.source, "daemon") != 0) {
                 cli_err(c, "--source takes exec, studio or daemon; got '%.20s'", lg.source);
                 return CLI_EXIT_USAGE;
             }
