@@ -95,27 +95,32 @@ static void print_network(const cJSON *h)
     const cJSON *sb = cJSON_GetObjectItemCaseSensitive(h, "sandbox");
     const cJSON *eg = cJSON_GetObjectItemCaseSensitive(sb, "egress");
     const cJSON *allow = cJSON_GetObjectItemCaseSensitive(eg, "allow"), *r;
+    const char *mode = str_of(eg, "mode");
     int n = 0;
 
-    if (!cJSON_IsObject(eg)) {
-        printf("network     %s\n", is_true(h, "allow_network")
-                                       ? "commands may use the network (--allow-network)"
-                                       : "none for commands (runboxd --allow-network gives it)");
+    if (!mode)
+        mode = is_true(h, "allow_network") ? "full" : "none";
+    if (strcmp(mode, "none") == 0) {
+        printf("network     none for commands\n");
         return;
     }
-    printf("network     %s", str_of(eg, "mode") ? str_of(eg, "mode") : "?");
+    if (strcmp(mode, "proxy") != 0) {
+        printf("network     %s: commands may use the network\n", mode);
+        return;
+    }
+    printf("network     only through runboxd's egress proxy, to");
     cJSON_ArrayForEach(r, allow)
     {
         const char *rule = cJSON_IsString(r) ? r->valuestring : str_of(r, "rule");
 
         if (rule)
-            printf("%s%s", n++ ? ", " : ": allowed ", rule);
+            printf("%s%s", n++ ? ", " : " ", rule);
         if (n >= 12) {
             printf(", ...");
             break;
         }
     }
-    printf("\n");
+    printf("%s\n", n ? "" : " no host (the allow list is empty)");
 }
 
 static void print_processes(const cJSON *procs)

@@ -114,18 +114,22 @@ function showHealth(h) {
 
 function showNetwork(h) {
   const eg = (h.sandbox || {}).egress;
+  const mode = eg ? eg.mode : (h.allow_network ? 'full' : 'none');
   const box = $('network');
-  if (!eg) {
-    box.replaceChildren(el('p', {}, h.allow_network
-      ? 'Commands may use the network (--allow-network).'
-      : 'Commands have no network (runboxd --allow-network gives it).'));
+  box.dataset.mode = mode;
+  if (mode === 'none') {
+    box.replaceChildren(el('p', {}, 'Commands have no network.'));
+    return;
+  }
+  if (mode !== 'proxy') {
+    box.replaceChildren(el('p', {}, 'Commands may use the network.'));
     return;
   }
   const rules = (eg.allow || []).map((r) => (typeof r === 'string' ? r : r.rule));
   box.replaceChildren(
-    el('p', {}, `mode: ${eg.mode}`),
+    el('p', {}, "Only through runboxd's egress proxy, to:"),
     rules.length ? el('ul', {}, ...rules.map((r) => el('li', { class: 'mono' }, r)))
-                 : el('p', { class: 'muted' }, 'no host is allowed'));
+                 : el('p', { class: 'muted' }, 'no host (the allow list is empty)'));
 }
 
 function showExternal(ext) {

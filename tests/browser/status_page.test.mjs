@@ -62,7 +62,12 @@ describe('the status page', () => {
     assert.match(line, new RegExp(`pid ${h.pid}`));
     assert.match(await page.textContent('#sandbox-facts'), /ready/);
     assert.match(await page.textContent('#daemon-facts'), /:memory:/);
-    assert.match(await page.textContent('#network'), /no network/);
+    // The network card says what /health says.
+    const eg = h.sandbox.egress;
+    const mode = eg ? eg.mode : (h.allow_network ? 'full' : 'none');
+    assert.equal(await page.getAttribute('#network', 'data-mode'), mode);
+    for (const r of (eg && eg.mode === 'proxy' ? eg.allow : []))
+      assert.match(await page.textContent('#network'), new RegExp(r.rule.replace(/\./g, '\\.')));
   });
 
   test('a console entry appears as exec prints it, over the event stream', async () => {

@@ -59,7 +59,11 @@ describe('against a running daemon', () => {
     assert.match(r.stdout, new RegExp(`^runboxd ${h.version} at ${d.url}: pid ${h.pid}, up `));
     assert.match(r.stdout, /^workspace +:memory:$/m);
     assert.match(r.stdout, /^sandbox +ready: bubblewrap/m);
-    assert.match(r.stdout, /^network +none for commands/m);
+    const eg = h.sandbox.egress;
+    if (eg && eg.mode === 'proxy')
+      assert.match(r.stdout, new RegExp(`^network +only through runboxd's egress proxy, to ${eg.allow.map((a) => a.rule).join(', ')}$`, 'm'));
+    else
+      assert.match(r.stdout, /^network +(none for commands|\S+: commands may use the network)$/m);
     assert.match(r.stdout, /^processes +\d+ running/m);
     assert.match(r.stdout, /^studio +not connected/m);
     assert.match(r.stdout, /^mcp +0 session/m);
@@ -152,7 +156,9 @@ describe('against a running daemon', () => {
                      ['console', 'console_logs']);
     r = await cli(['tools', '--json', 'sandbox'], env);
     const groups = JSON.parse(r.stdout).groups.map((g) => g.group);
-    assert.deepEqual(groups.sort(), ['console', 'exec', 'workspace']);
+    const profiles = JSON.parse(readFileSync(new URL('../../common/tools/profiles.json',
+                                                     import.meta.url), 'utf8'));
+    assert.deepEqual(groups.sort(), [...profiles.profiles.sandbox.groups].sort());
     r = await cli(['tools', 'nonsense'], env);
     assert.equal(r.code, 2);
   });
