@@ -146,6 +146,25 @@ static void print_processes(const cJSON *procs)
     }
 }
 
+static void print_recent(const cJSON *st)
+{
+    const cJSON *recent = cJSON_GetObjectItemCaseSensitive(st, "recent"), *r;
+    int n = 0;
+
+    cJSON_ArrayForEach(r, recent)
+    {
+        char d[32], ago[32];
+
+        if (n++ == 5)
+            break;
+        cli_format_duration((long long)num_of(r, "duration_ms", -1), d, sizeof(d));
+        cli_format_duration((long long)num_of(r, "ms_ago", -1), ago, sizeof(ago));
+        printf("            %s %-28s %s in %s, %s ago\n", n == 1 ? "last:" : "     ",
+               str_of(r, "tool") ? str_of(r, "tool") : "?",
+               str_of(r, "state") ? str_of(r, "state") : "?", d, ago);
+    }
+}
+
 static void print_studio(const cJSON *st)
 {
     const cJSON *insts = cJSON_GetObjectItemCaseSensitive(st, "instances"), *i;
@@ -157,10 +176,14 @@ static void print_studio(const cJSON *st)
     }
     printf("studio      %d instance(s), %.0f command(s) queued\n", cJSON_GetArraySize(insts),
            num_of(st, "queue_depth", 0));
-    cJSON_ArrayForEach(i, insts) printf(
-        "            %s %-6s %s (place %s)%s\n", is_true(i, "active") ? "*" : " ",
-        str_of(i, "role") ? str_of(i, "role") : "?", str_of(i, "name") ? str_of(i, "name") : "",
-        str_of(i, "place") ? str_of(i, "place") : "?", "");
+    cJSON_ArrayForEach(i, insts)
+    {
+        printf("            %s %-6s %s (place %s)\n", is_true(i, "active") ? "*" : " ",
+               str_of(i, "role") ? str_of(i, "role") : "?",
+               str_of(i, "name") ? str_of(i, "name") : "",
+               str_of(i, "place") ? str_of(i, "place") : "?");
+    }
+    print_recent(st);
 }
 
 static void print_external(const cJSON *h)

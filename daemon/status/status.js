@@ -153,7 +153,8 @@ function showStudio(st) {
   $('studio-recent').replaceChildren(...(recent.length
     ? [el('h2', {}, 'Last commands'),
        el('ul', {}, ...recent.map((r) =>
-         el('li', { class: 'mono' }, `${r.tool} → ${r.state}${r.duration_ms != null ? ` (${duration(r.duration_ms)})` : ''}`)))]
+         el('li', { class: 'mono' },
+            `${r.tool} → ${r.state} (${duration(r.duration_ms)}, ${duration(r.ms_ago)} ago)`)))]
     : []));
 }
 
