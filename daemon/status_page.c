@@ -184,8 +184,11 @@ const char *status_page_refusal(const struct status_page *p, const struct status
             return "forbidden: this request comes from another site (Sec-Fetch-Site); runboxd "
                    "answers only its own page";
     }
-    if (r->origin && strcmp(r->method, "POST") == 0 && !token_ok(r->page_token, p->token))
-        return "forbidden: a browser's POST needs the status page's token "
+    /* The page acts through POST /tool/<name>; the MCP endpoints keep MCP's rule (an Origin
+     * of our own is accepted), which the MCP conformance suite checks. */
+    if (r->origin && strcmp(r->method, "POST") == 0 && strncmp(r->path, "/tool/", 6) == 0 &&
+        !token_ok(r->page_token, p->token))
+        return "forbidden: a browser's tool call needs the status page's token "
                "(" STATUS_PAGE_TOKEN_HEADER "), which only the page at / has";
     return NULL;
 }

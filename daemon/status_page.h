@@ -9,8 +9,9 @@
  *   same-site) is refused, whatever it asks for: no other page can read or embed ours, not even
  *   with no-cors requests, which carry no Origin. A top-level navigation to GET / is the one
  *   exception (following a link to the page is fine; the page then runs on its own origin).
- * - A POST from a browser (it carries Origin, which must already be our own) must also carry
- *   X-Runbox-Page-Token with this daemon's page token, which only the page's own HTML holds.
+ * - A tool call from a browser (POST /tool/<name> with an Origin, which must already be our own)
+ *   must also carry X-Runbox-Page-Token with this daemon's page token, which only the page's own
+ *   HTML holds. The MCP endpoints keep the MCP rule: an Origin of our own is accepted.
  * - The page is served without the bearer token (RUNBOX_TOKEN); everything it then asks for
  *   needs it as any other request does, and the page asks the user for it.
  * The page is one response: status.css and status.js are put into index.html at start-up,

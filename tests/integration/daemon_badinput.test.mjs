@@ -76,7 +76,7 @@ describe('HTTP checks', () => {
         jsonError(await d.get(p, { Origin: origin }), 403, /Origin/);
     }
     assert.equal(existsSync(path.join(d.workspace, 'o.txt')), false);
-    // A browser's POST (it sends Origin) needs the token only the page's own HTML has.
+    // A browser's tool call (it sends Origin) needs the token only the page's own HTML has.
     const own = `http://127.0.0.1:${d.port}`;
     jsonError(await d.call('list_dir', {}, { Origin: own }), 403, /page's token/);
     jsonError(await d.call('list_dir', {}, { Origin: own, 'X-Runbox-Page-Token': 'f'.repeat(32) }),

@@ -61,6 +61,9 @@ static const struct {
     {"POST", "/tool/kill", "http://127.0.0.1:7766", "same-origin", "cors", "empty", 2, true},
     {"POST", "/tool/kill", "http://127.0.0.1:7766", NULL, NULL, NULL, 0, true},
     {"GET", "/health", "http://127.0.0.1:7766", "same-origin", "cors", "empty", 0, false},
+    /* MCP over HTTP keeps MCP's rule: our own Origin is fine (the conformance suite checks). */
+    {"POST", "/mcp", "http://localhost:7766", NULL, NULL, NULL, 0, false},
+    {"POST", "/mcp", "http://localhost:7766", "cross-site", "cors", "empty", 0, true},
 };
 
 START_TEST(test_status_page_browser_rules)
