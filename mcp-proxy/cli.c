@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "catalog.h"
 #include "strfmt.h"
@@ -113,6 +114,26 @@ int cli_fetch_json(const struct cli *c, const char *method, const char *path, co
     *doc = cJSON_ParseWithLength(rep.r.body, rep.r.body_len);
     cli_http_reply_cleanup(&rep);
     return 0;
+}
+
+cJSON *cli_get_json_quiet(const struct cli *c, const char *path)
+{
+    struct cli_http_req q = {.method = "GET", .path = path, .timeout_ms = CLI_QUICK_MS};
+    struct cli_http_reply rep;
+    cJSON *doc = NULL;
+
+    if (!c->url_ok)
+        return NULL;
+    cli_http_do(&c->target, &q, &rep);
+    if (rep.r.outcome == UPSTREAM_ANSWERED && rep.r.status == 200 &&
+        strncasecmp(rep.content_type, "application/json", 16) == 0)
+        doc = cJSON_ParseWithLength(rep.r.body, rep.r.body_len);
+    cli_http_reply_cleanup(&rep);
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        doc = NULL;
+    }
+    return doc;
 }
 
 int cli_tool(const struct cli *c, const char *tool, const char *args, struct upstream_answer *a)

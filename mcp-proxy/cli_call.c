@@ -36,18 +36,18 @@ static const char call_help[] =
     "      3 runboxd is not reachable\n";
 
 static const char tools_help[] =
-    "usage: runbox tools [--json] [GROUP | PROFILE]\n"
+    "usage: runbox tools [--json] [GROUP | PROFILE | external]\n"
     "\n"
-    "Lists the tools runbox serves (RUNBOX_TOOLS), grouped, one line each. A group\n"
-    "(workspace, exec, console, studio-scripts, ...) or a profile (sandbox, studio, readonly)\n"
-    "narrows the list. --json prints "
-    "{\"groups\":[{\"group\",\"tools\":[{name,title,description}]}]}.\n"
-    "Needs no daemon.\n";
+    "Lists the tools runbox serves (RUNBOX_TOOLS), grouped, one line each, then, when runboxd\n"
+    "runs, the tools of its external MCP servers (group external). A group (workspace, exec,\n"
+    "console, studio-scripts, ...) or a profile (sandbox, studio, readonly) narrows the list.\n"
+    "--json prints {\"groups\":[{\"group\",\"tools\":[{name,title,description}]}]}.\n"
+    "The built-in tools need no daemon.\n";
 
 /* ---- printing a result ---- */
 
 /* The MCP tools/call result, as the stdio server builds it (proxy.c, mcp_call.c). Owned. */
-static cJSON *mcp_result(const struct catalog_tool *tool, const struct upstream_answer *a)
+static cJSON *mcp_result(bool has_output_schema, const struct upstream_answer *a)
 {
     cJSON *res = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(res, "content");
     cJSON *item = cJSON_CreateObject();
@@ -73,21 +73,30 @@ static cJSON *mcp_result(const struct catalog_tool *tool, const struct upstream_
     cJSON_AddStringToObject(item, "text", text ? text : "");
     free(text);
     cJSON_AddBoolToObject(res, "isError", !a->ok);
-    if (a->ok && cJSON_IsObject(structured) && catalog_tool_output_schema(tool))
+    if (a->ok && cJSON_IsObject(structured) && has_output_schema)
         cJSON_AddItemToObject(res, "structuredContent", cJSON_Duplicate(structured, 1));
     return res;
 }
 
-static int print_answer(struct cli *c, const struct catalog_tool *tool,
-                        const struct upstream_answer *a, bool json)
+/* The tool being called: from the catalog, or one runboxd lists beside it (GET /tools: an
+ * external MCP server's), known by its tools/list entry only. */
+struct called {
+    const char *name;
+    const cJSON *input_schema; /* borrowed */
+    bool has_output_schema;
+    bool stream; /* ask for progress events (catalog budget "long") */
+};
+
+static int print_answer(struct cli *c, const struct called *tool, const struct upstream_answer *a,
+                        bool json)
 {
     if (json) {
-        cJSON *res = mcp_result(tool, a);
+        cJSON *res = mcp_result(tool->has_output_schema, a);
 
         cli_print_json(res);
         cJSON_Delete(res);
     } else if (!a->ok) {
-        cli_err(c, "%s: %s", catalog_tool_name(tool), a->error ? a->error : "failed");
+        cli_err(c, "%s: %s", tool->name, a->error ? a->error : "failed");
     } else if (cJSON_IsString(a->result)) {
         size_t n = strlen(a->result->valuestring);
 
@@ -270,13 +279,66 @@ static int call_streamed(struct cli *c, const char *name, const char *args, bool
 
 /* ---- runbox call ---- */
 
+/* The entry of name in runboxd's GET /tools that the built-in catalog does not have (a tool of
+ * an external MCP server), or NULL. *doc holds the answer (owned; NULL when runboxd did not
+ * give one). */
+static const cJSON *daemon_tool(const struct cli *c, const char *name, cJSON **doc)
+{
+    const cJSON *t;
+
+    *doc = catalog_is_valid_name(name) ? cli_get_json_quiet(c, "/tools") : NULL;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(*doc, "tools"))
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "name");
+
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0 &&
+            !catalog_find(catalog_builtin(), name))
+            return t;
+    }
+    return NULL;
+}
+
+/* Finds the tool: in the RUNBOX_TOOLS view of the catalog, else among the tools runboxd lists
+ * beside it. Returns 0, or CLI_EXIT_USAGE with the message printed. */
+static int find_called(const struct cli *c, const char *name, struct called *out, cJSON **doc)
+{
+    const struct catalog_tool *tool = catalog_find(c->cat, name);
+    const cJSON *entry;
+
+    *doc = NULL;
+    if (tool) {
+        out->name = catalog_tool_name(tool);
+        out->input_schema = catalog_tool_input_schema(tool);
+        out->has_output_schema = catalog_tool_output_schema(tool) != NULL;
+        out->stream = catalog_tool_budget(tool) == CATALOG_BUDGET_LONG;
+        return 0;
+    }
+    if (catalog_find(catalog_builtin(), name)) {
+        cli_err(c, "unknown tool: %s; `runbox tools` lists the tools (RUNBOX_TOOLS leaves it out)",
+                name);
+        return CLI_EXIT_USAGE;
+    }
+    entry = daemon_tool(c, name, doc);
+    if (!entry) {
+        cli_err(c, "unknown tool: %s; `runbox tools` lists the tools%s", name,
+                *doc ? "" : " (runboxd did not answer, so only the built-in ones are known)");
+        return CLI_EXIT_USAGE;
+    }
+    out->name = name;
+    out->input_schema = cJSON_GetObjectItemCaseSensitive(entry, "inputSchema");
+    out->has_output_schema =
+        cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(entry, "outputSchema"));
+    out->stream = false;
+    return 0;
+}
+
 int cli_call(struct cli *c, int argc, char **argv)
 {
-    bool json = false, quiet = false;
-    const struct catalog_tool *tool;
+    bool json = false, quiet = false, builtin;
+    struct called tool;
     struct upstream_answer a;
     struct errinfo err = {0};
-    cJSON *args;
+    cJSON *args, *listed = NULL;
     char *why, *body;
     int i = 0, rc;
 
@@ -296,18 +358,19 @@ int cli_call(struct cli *c, int argc, char **argv)
         cli_err(c, "which tool? `runbox tools` lists them\n\n%s", call_help);
         return CLI_EXIT_USAGE;
     }
-    tool = catalog_find(c->cat, argv[i]);
-    if (!tool) {
-        cli_err(c, "unknown tool: %s; `runbox tools` lists the tools%s", argv[i],
-                catalog_find(catalog_builtin(), argv[i]) ? " (RUNBOX_TOOLS leaves it out)" : "");
-        return CLI_EXIT_USAGE;
-    }
-    args = cli_args_parse(catalog_tool_input_schema(tool), argc - i - 1, argv + i + 1, &err);
+    rc = find_called(c, argv[i], &tool, &listed);
+    if (rc != 0)
+        return rc;
+    builtin = listed == NULL;
+    args = cli_args_parse(tool.input_schema, argc - i - 1, argv + i + 1, &err);
     if (!args) {
         cli_err(c, "%s", err.msg);
+        cJSON_Delete(listed);
         return CLI_EXIT_USAGE;
     }
-    why = cli_args_check(catalog_tool_input_schema(tool), args);
+    /* A built-in tool's arguments are checked here with the MCP server's messages; an external
+     * server's schema may use what our validator does not know, so runboxd checks those. */
+    why = builtin ? cli_args_check(tool.input_schema, args) : NULL;
     if (why) {
         cli_err(c, "%s: invalid arguments:\n%s", argv[i], why);
         free(why);
@@ -320,14 +383,14 @@ int cli_call(struct cli *c, int argc, char **argv)
     if (rc == 0 && !body)
         rc = CLI_EXIT_FAILED;
     if (rc == 0)
-        rc = catalog_tool_budget(tool) == CATALOG_BUDGET_LONG
-                 ? call_streamed(c, argv[i], body, quiet, &a)
-                 : cli_tool(c, argv[i], body, &a);
+        rc = tool.stream ? call_streamed(c, tool.name, body, quiet, &a)
+                         : cli_tool(c, tool.name, body, &a);
     cJSON_free(body);
-    if (rc != 0)
-        return rc;
-    rc = print_answer(c, tool, &a, json);
-    upstream_answer_cleanup(&a);
+    if (rc == 0) {
+        rc = print_answer(c, &tool, &a, json);
+        upstream_answer_cleanup(&a);
+    }
+    cJSON_Delete(listed);
     return rc;
 }
 
@@ -358,7 +421,7 @@ static size_t groups_of(const struct catalog *cat, const struct catalog *within,
 {
     size_t n = 0;
 
-    for (size_t i = 0; i < catalog_count(cat); i++) {
+    for (size_t i = 0; cat && i < catalog_count(cat); i++) {
         const char *g = catalog_tool_group(catalog_at(cat, i));
         size_t k = 0;
 
@@ -372,8 +435,52 @@ static size_t groups_of(const struct catalog *cat, const struct catalog *within,
     return n;
 }
 
-/* Prints the tools of cat that within (the RUNBOX_TOOLS view) serves too. */
-static void print_tools(const struct catalog *cat, const struct catalog *within, bool json)
+/* The tools runboxd lists beside the catalog (external MCP servers'), as group "external",
+ * after the catalog's groups: printed, or added to garr (--json). */
+static void print_external_tools(const cJSON *listed, cJSON *garr, bool first)
+{
+    const cJSON *t;
+    cJSON *tarr = NULL;
+    bool headed = false;
+    char line[160];
+
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(listed, "tools"))
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+        const cJSON *desc = cJSON_GetObjectItemCaseSensitive(t, "description");
+        const cJSON *title = cJSON_GetObjectItemCaseSensitive(t, "title");
+
+        if (!cJSON_IsString(name) || catalog_find(catalog_builtin(), name->valuestring))
+            continue;
+        if (garr) {
+            cJSON *o = cJSON_CreateObject();
+
+            if (!tarr) {
+                cJSON *g = cJSON_CreateObject();
+
+                cJSON_AddItemToArray(garr, g);
+                cJSON_AddStringToObject(g, "group", "external");
+                tarr = cJSON_AddArrayToObject(g, "tools");
+            }
+            cJSON_AddStringToObject(o, "name", name->valuestring);
+            cJSON_AddStringToObject(o, "title", cJSON_IsString(title) ? title->valuestring : "");
+            cJSON_AddStringToObject(o, "description",
+                                    cJSON_IsString(desc) ? desc->valuestring : "");
+            cJSON_AddItemToArray(tarr, o);
+            continue;
+        }
+        if (!headed)
+            printf("%sexternal (runboxd's MCP servers)\n", first ? "" : "\n");
+        headed = true;
+        first_sentence(cJSON_IsString(desc) ? desc->valuestring : "", line, sizeof(line));
+        printf("  %-26s %s\n", name->valuestring, line);
+    }
+}
+
+/* Prints the tools of cat that within (the RUNBOX_TOOLS view) serves too, then those of listed
+ * (runboxd's GET /tools, or NULL) that the catalog does not have. */
+static void print_tools(const struct catalog *cat, const struct catalog *within,
+                        const cJSON *listed, bool json)
 {
     const char *groups[64];
     size_t ng = groups_of(cat, within, groups, 64);
@@ -411,6 +518,7 @@ static void print_tools(const struct catalog *cat, const struct catalog *within,
             printf("  %-26s %s\n", catalog_tool_name(t), line);
         }
     }
+    print_external_tools(listed, garr, ng == 0);
     if (json) {
         cli_print_json(doc);
         cJSON_Delete(doc);
@@ -419,9 +527,10 @@ static void print_tools(const struct catalog *cat, const struct catalog *within,
 
 int cli_tools(struct cli *c, int argc, char **argv)
 {
-    bool json = false, names = false;
+    bool json = false, names = false, only_external;
     const char *which = NULL;
     struct catalog *sel = NULL;
+    cJSON *listed;
     struct errinfo err = {0};
 
     for (int i = 0; i < argc; i++) {
@@ -438,21 +547,26 @@ int cli_tools(struct cli *c, int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
     }
-    if (which) {
+    only_external = which && strcmp(which, "external") == 0;
+    if (which && !only_external) {
         sel = catalog_select(catalog_builtin(), which, &err);
         if (!sel) {
-            cli_err(c, "%s", err.msg);
+            cli_err(c, "%s (or external: the tools of runboxd's MCP servers)", err.msg);
             return CLI_EXIT_USAGE;
         }
     }
     if (names) {
         const struct catalog *cat = sel ? sel : c->cat;
 
-        for (size_t i = 0; i < catalog_count(cat); i++)
+        for (size_t i = 0; i < catalog_count(cat) && !only_external; i++)
             if (catalog_find(c->cat, catalog_tool_name(catalog_at(cat, i))))
                 printf("%s\n", catalog_tool_name(catalog_at(cat, i)));
     } else {
-        print_tools(sel ? sel : c->cat, c->cat, json);
+        /* The external servers' tools come from runboxd, when it runs; a group or profile
+         * of the catalog leaves them out. */
+        listed = !which || only_external ? cli_get_json_quiet(c, "/tools") : NULL;
+        print_tools(only_external ? NULL : sel ? sel : c->cat, c->cat, listed, json);
+        cJSON_Delete(listed);
     }
     catalog_free(sel);
     return CLI_EXIT_OK;

@@ -54,6 +54,10 @@ char *cli_reply_problem(const struct cli *c, const struct cli_http_reply *rep);
 int cli_fetch_json(const struct cli *c, const char *method, const char *path, const char *body,
                    long timeout_ms, cJSON **doc, long *status);
 
+/* GET path; the JSON object of a 200 answer, else NULL, printing nothing (for what a
+ * subcommand shows when the daemon has it: GET /tools, GET /mcp-servers). Owned. */
+cJSON *cli_get_json_quiet(const struct cli *c, const char *path);
+
 /* Calls a tool over POST /tool/<name> (args is the JSON text of the arguments object) and
  * maps the answer as the MCP server does (upstream_map_answer). Returns 0 with *a filled
  * (release with upstream_answer_cleanup), or CLI_EXIT_DOWN with the problem printed. */

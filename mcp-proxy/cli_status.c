@@ -186,22 +186,71 @@ static void print_studio(const cJSON *st)
     print_recent(st);
 }
 
-static void print_external(const cJSON *h)
+/* The external MCP servers as a list of {"name","state",...}: GET /mcp-servers's detail when
+ * there is one, else /health's summary, whose "servers" maps each name to its state. Owned. */
+static cJSON *external_list(const cJSON *h, const cJSON *detail)
 {
     const cJSON *ext = cJSON_GetObjectItemCaseSensitive(h, "mcp_servers");
-    const cJSON *list =
-        cJSON_IsObject(ext) ? cJSON_GetObjectItemCaseSensitive(ext, "servers") : ext;
-    const cJSON *s;
+    const cJSON *servers = cJSON_GetObjectItemCaseSensitive(ext, "servers");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(detail, "servers"), *s;
+    cJSON *list;
 
-    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0)
-        return;
-    printf("external    %d MCP server(s)\n", cJSON_GetArraySize(list));
-    cJSON_ArrayForEach(s, list)
-        printf("            %-16s %s\n", str_of(s, "name") ? str_of(s, "name") : "?",
-               str_of(s, "state") ? str_of(s, "state") : "");
+    if (cJSON_IsArray(d))
+        return cJSON_Duplicate(d, 1);
+    if (cJSON_IsArray(servers))
+        return cJSON_Duplicate(servers, 1);
+    list = cJSON_CreateArray();
+    if (!cJSON_IsObject(servers))
+        return list;
+    cJSON_ArrayForEach(s, servers)
+    {
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(o, "name", s->string ? s->string : "?");
+        cJSON_AddStringToObject(o, "state", cJSON_IsString(s) ? s->valuestring : "?");
+        cJSON_AddItemToArray(list, o);
+    }
+    return list;
 }
 
-static void print_status(const struct cli *c, const cJSON *h, const cJSON *procs)
+static bool has_external(const cJSON *h)
+{
+    const cJSON *ext = cJSON_GetObjectItemCaseSensitive(h, "mcp_servers");
+    const cJSON *servers = cJSON_GetObjectItemCaseSensitive(ext, "servers");
+
+    return num_of(ext, "configured", 0) > 0 || cJSON_GetArraySize(servers) > 0;
+}
+
+static void print_external(const cJSON *h, const cJSON *detail)
+{
+    cJSON *list = external_list(h, detail);
+    const cJSON *s;
+    int ready = 0;
+
+    if (cJSON_GetArraySize(list) > 0) {
+        cJSON_ArrayForEach(s, list) ready +=
+            str_of(s, "state") && strcmp(str_of(s, "state"), "ready") == 0;
+        printf("external    %d MCP server(s), %d ready\n", cJSON_GetArraySize(list), ready);
+    }
+    cJSON_ArrayForEach(s, list)
+    {
+        const char *err = str_of(s, "last_error");
+
+        printf("            %-16s %-10s", str_of(s, "name") ? str_of(s, "name") : "?",
+               str_of(s, "state") ? str_of(s, "state") : "");
+        if (str_of(s, "transport"))
+            printf(" %-6s", str_of(s, "transport"));
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(s, "tools")))
+            printf(" %.0f tool(s)", num_of(s, "tools", 0));
+        printf("\n");
+        if (err && strcmp(str_of(s, "state") ? str_of(s, "state") : "", "ready") != 0)
+            printf("            %-16s last error: %.300s\n", "", err);
+    }
+    cJSON_Delete(list);
+}
+
+static void print_status(const struct cli *c, const cJSON *h, const cJSON *procs,
+                         const cJSON *external)
 {
     const cJSON *mcp = cJSON_GetObjectItemCaseSensitive(h, "mcp");
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(h, "calls"), *b;
@@ -220,7 +269,7 @@ static void print_status(const struct cli *c, const cJSON *h, const cJSON *procs
     if (cJSON_IsObject(mcp))
         printf("mcp         %.0f session(s), %.0f stream(s), %.0f websocket(s)\n",
                num_of(mcp, "sessions", 0), num_of(mcp, "streams", 0), num_of(mcp, "websockets", 0));
-    print_external(h);
+    print_external(h, external);
     if (cJSON_IsObject(calls)) {
         printf("calls      ");
         cJSON_ArrayForEach(b, calls) printf("%s %s %.0f/%.0f", n++ ? "," : "", b->string,
@@ -232,7 +281,7 @@ static void print_status(const struct cli *c, const cJSON *h, const cJSON *procs
 int cli_status(struct cli *c, int argc, char **argv)
 {
     bool json = false;
-    cJSON *h = NULL, *out = NULL;
+    cJSON *h = NULL, *out = NULL, *ext = NULL;
     struct upstream_answer pa = {0};
     struct cli_http_reply rep;
     struct cli_http_req q = {.method = "GET", .path = "/health", .timeout_ms = CLI_QUICK_MS};
@@ -284,6 +333,8 @@ int cli_status(struct cli *c, int argc, char **argv)
     }
     if (cli_tool(c, "process_list", "{}", &pa) != 0)
         memset(&pa, 0, sizeof(pa));
+    if (has_external(h))
+        ext = cli_get_json_quiet(c, "/mcp-servers");
     rc = is_true(cJSON_GetObjectItemCaseSensitive(h, "sandbox"), "available") ? 0 : 2;
     if (json) {
         out = cJSON_CreateObject();
@@ -295,9 +346,12 @@ int cli_status(struct cli *c, int argc, char **argv)
             out, "processes",
             pa.ok ? cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(pa.result, "processes"), 1)
                   : cJSON_CreateNull());
+        cJSON_AddItemToObject(out, "mcp_servers",
+                              has_external(h) ? external_list(h, ext) : cJSON_CreateArray());
         print_json(out);
     } else {
-        print_status(c, h, pa.ok ? cJSON_GetObjectItemCaseSensitive(pa.result, "processes") : NULL);
+        print_status(c, h, pa.ok ? cJSON_GetObjectItemCaseSensitive(pa.result, "processes") : NULL,
+                     ext);
         if (rc == 2)
             printf("\nunhealthy: exec cannot run commands (see sandbox above)\n");
     }
@@ -305,6 +359,7 @@ out:
     free(problem);
     cJSON_Delete(h);
     cJSON_Delete(out);
+    cJSON_Delete(ext);
     upstream_answer_cleanup(&pa);
     cli_http_reply_cleanup(&rep);
     return rc;

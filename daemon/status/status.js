@@ -1,5 +1,6 @@
 // The Runbox status page: reads runboxd through its own API, from its own origin.
-//   GET /health (every few seconds), POST /tool/process_list, POST /tool/console_logs (the
+//   GET /health (every few seconds; GET /mcp-servers too when there are external MCP
+//   servers), POST /tool/process_list, POST /tool/console_logs (the
 //   console so far), GET /events (the console as it happens, and process list updates),
 //   POST /tool/kill (the kill buttons).
 // Every POST carries the page token from the page's own HTML; with RUNBOX_TOKEN set on the
@@ -108,7 +109,6 @@ function showHealth(h) {
     ['sessions', m.sessions ?? 0], ['streams', m.streams ?? 0], ['websockets', m.websockets ?? 0],
     ...Object.entries(h.calls || {}).map(([k, v]) => [`${k} calls`, `${v.in_use} of ${v.max}`]),
   ]);
-  showExternal(h.mcp_servers);
   showStudio(h.studio || {});
 }
 
@@ -132,11 +132,29 @@ function showNetwork(h) {
                  : el('p', { class: 'muted' }, 'no host (the allow list is empty)'));
 }
 
-function showExternal(ext) {
-  const list = Array.isArray(ext) ? ext : (ext && ext.servers) || [];
+// The external MCP servers: /health's summary ({"configured","ready","servers":{name: state}}),
+// with each server's detail from GET /mcp-servers when runboxd has any.
+function externalList(ext, detail) {
+  if (detail && Array.isArray(detail.servers)) return detail.servers;
+  const s = ext && ext.servers;
+  if (Array.isArray(s)) return s;
+  return s && typeof s === 'object'
+    ? Object.entries(s).map(([name, state]) => ({ name, state })) : [];
+}
+
+function hasExternal(ext) {
+  return !!ext && (ext.configured > 0 || externalList(ext, null).length > 0);
+}
+
+function showExternal(ext, detail) {
+  const list = externalList(ext, detail);
   $('external').replaceChildren(...(list.length
     ? [el('h2', {}, 'External servers'),
-       el('ul', {}, ...list.map((s) => el('li', {}, `${s.name}: ${s.state || ''}`)))]
+       el('ul', {}, ...list.map((s) => el('li', { 'data-state': s.state || '' },
+         el('span', { class: 'mono' }, s.name), ` ${s.state || ''}`,
+         s.transport ? ` · ${s.transport}` : '',
+         typeof s.tools === 'number' ? ` · ${s.tools} tool(s)` : '',
+         s.last_error ? el('div', { class: 'muted' }, s.last_error) : '')))]
     : []));
 }
 
@@ -371,7 +389,10 @@ $('auth').addEventListener('submit', (ev) => {
 
 async function refresh() {
   try {
-    showHealth(await api('/health'));
+    const h = await api('/health');
+    showHealth(h);
+    showExternal(h.mcp_servers,
+                 hasExternal(h.mcp_servers) ? await api('/mcp-servers').catch(() => null) : null);
     await refreshProcs();
     if ($('conn').dataset.state === 'down' && !stream) setConn('connecting');
   } catch (e) {

@@ -159,6 +159,42 @@ describe('the status page', () => {
   });
 });
 
+// runboxd with external MCP servers (docs/registry.md) adds "mcp_servers" to /health and answers
+// GET /mcp-servers. The browser adds exactly that to the real daemon's answers (page.route), so
+// the page is tested on the shapes that daemon gives.
+describe('the status page with external MCP servers', () => {
+  let d;
+  let page;
+
+  before(async () => {
+    d = await startDaemon({ args: ['--workspace', ':memory:'] });
+    page = await browser.newPage();
+    await page.route('**/health', async (route) => {
+      const r = await route.fetch();
+      const h = await r.json();
+      h.mcp_servers = { configured: 2, ready: 1, servers: { fs: 'ready', docs: 'failed' } };
+      await route.fulfill({ response: r, json: h });
+    });
+    await page.route('**/mcp-servers', (route) => route.fulfill({ json: { servers: [
+      { name: 'fs', state: 'ready', transport: 'stdio', tools: 14, last_error: null },
+      { name: 'docs', state: 'failed', transport: 'http', tools: 0,
+        last_error: 'http://127.0.0.1:9/mcp: connection refused' },
+    ] } }));
+    await page.goto(`${d.url}/`);
+  });
+  after(async () => {
+    await page?.close();
+    await d?.stop();
+  });
+
+  test('each server with its state, transport, tools and last error', async () => {
+    await page.waitForSelector('#external li[data-state="failed"]');
+    const items = await page.$$eval('#external li', (lis) => lis.map((li) => li.textContent));
+    assert.deepEqual(items, ['fs ready · stdio · 14 tool(s)',
+                             'docs failed · http · 0 tool(s)http://127.0.0.1:9/mcp: connection refused']);
+  });
+});
+
 describe('a page on another origin', () => {
   let d;
   let evil;

@@ -411,3 +411,110 @@ describe('runbox with no subcommand', () => {
     assert.deepEqual(JSON.parse(r.stdout), { jsonrpc: '2.0', id: 1, result: {} });
   });
 });
+
+// runboxd with external MCP servers (docs/registry.md) adds "mcp_servers" to /health, answers
+// GET /mcp-servers, lists their tools after its own in GET /tools and runs them on POST
+// /tool/<server>__<tool>. A proxy in front of a real runboxd adds exactly that, for one server
+// "fs" with one tool, and forwards every other request.
+describe('a daemon with external MCP servers', () => {
+  let d;
+  let srv;
+  let env;
+  const calls = [];
+  const extTool = {
+    name: 'fs__echo', title: 'Echo', description: 'Say it back. Second sentence.',
+    inputSchema: { type: 'object', properties: { text: { type: 'string', pattern: '^h' },
+                                                 times: { type: 'integer' } } },
+    _meta: { 'runbox/server': 'fs', 'runbox/tool': 'echo' },
+  };
+  const detail = { servers: [
+    { name: 'fs', state: 'ready', transport: 'stdio', command: 'npx', tools: 1, last_error: null },
+    { name: 'docs', state: 'failed', transport: 'http', url: 'http://127.0.0.1:9/mcp', tools: 0,
+      last_error: 'http://127.0.0.1:9/mcp: connection refused' },
+  ] };
+
+  function send(res, status, body) {
+    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+
+  before(async () => {
+    d = await startDaemon({ args: ['--workspace', ':memory:'] });
+    srv = http.createServer(async (req, res) => {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const body = Buffer.concat(chunks);
+      if (req.url === '/mcp-servers') return send(res, 200, detail);
+      if (req.url === '/tool/fs__echo') {
+        const args = JSON.parse(body.toString() || '{}');
+        calls.push(args);
+        return send(res, 200, { ok: true, result: `${args.text} `.repeat(args.times ?? 1).trim() });
+      }
+      const { host: _host, connection: _conn, ...headers } = req.headers;
+      const up = await request(d.port, req.url, { method: req.method, headers, body });
+      let out = up.body;
+      if (req.url === '/health') {
+        out = { ...up.body, mcp_servers: { configured: 2, ready: 1,
+                                           servers: { fs: 'ready', docs: 'failed' } } };
+      } else if (req.url === '/tools') {
+        out = { tools: [...up.body.tools, extTool] };
+      }
+      if (out === null) {
+        res.writeHead(up.status, { 'Content-Type': up.headers['content-type'] });
+        return res.end(up.text);
+      }
+      return send(res, up.status, out);
+    });
+    await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+    env = { DAEMON_URL: `http://127.0.0.1:${srv.address().port}` };
+  });
+  after(async () => {
+    srv?.close();
+    await d?.stop();
+  });
+
+  test('status lists them with their state, transport, tools and last error', async () => {
+    const r = await cli(['status'], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^external +2 MCP server\(s\), 1 ready$/m);
+    assert.match(r.stdout, /^ +fs +ready +stdio +1 tool\(s\)$/m);
+    assert.match(r.stdout, /^ +docs +failed +http +0 tool\(s\)\n +last error: http:\/\/127\.0\.0\.1:9\/mcp: connection refused$/m);
+    const j = JSON.parse((await cli(['status', '--json'], env)).stdout);
+    assert.deepEqual(j.mcp_servers.map((s) => [s.name, s.state]), [['fs', 'ready'], ['docs', 'failed']]);
+  });
+
+  test('tools lists their tools as group external, after the built-in ones', async () => {
+    const r = await cli(['tools'], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /\n\nexternal \(runboxd's MCP servers\)\n  fs__echo +Say it back\.\n$/);
+    assert.equal(r.stdout.match(/^ +list_dir /gm).length, 1, 'a built-in tool is listed once');
+    const only = await cli(['tools', 'external'], env);
+    assert.equal(only.stdout, "external (runboxd's MCP servers)\n  fs__echo                   Say it back.\n");
+    const j = JSON.parse((await cli(['tools', '--json', 'external'], env)).stdout);
+    assert.deepEqual(j, { groups: [{ group: 'external', tools: [
+      { name: 'fs__echo', title: 'Echo', description: 'Say it back. Second sentence.' }] }] });
+    const ws = await cli(['tools', 'workspace'], env);
+    assert.doesNotMatch(ws.stdout, /fs__echo/);
+  });
+
+  test('call runs one, its key=value arguments typed by its schema; runboxd checks them', async () => {
+    calls.length = 0;
+    const r = await cli(['call', 'fs__echo', 'text=hi', 'times=2'], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'hi hi\n');
+    // "pattern" is not a keyword runbox's validator knows: the arguments go to runboxd as
+    // they are, and it (with the server's own schema) decides.
+    const p = await cli(['call', 'fs__echo', 'text=bye'], env);
+    assert.equal(p.code, 0, p.stderr);
+    assert.deepEqual(calls, [{ text: 'hi', times: 2 }, { text: 'bye' }]);
+  });
+
+  test('an unknown tool is still named as such, and without a daemon only the built-in are known', async () => {
+    const r = await cli(['call', 'fs__nope'], env);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^runbox call: unknown tool: fs__nope; `runbox tools` lists the tools\n$/);
+    const down = await cli(['call', 'fs__echo'], { DAEMON_URL: `http://127.0.0.1:${await freePort()}` });
+    assert.equal(down.code, 2);
+    assert.match(down.stderr, /unknown tool: fs__echo; .*runboxd did not answer, so only the built-in ones are known/);
+  });
+});
