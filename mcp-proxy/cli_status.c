@@ -501,6 +501,8 @@ static int level_rank(const char *l)
     return -1;
 }
 
+#define LOG_INDENT 32 /* "    12 10:39:03.459 warn  exec   " */
+
 static void print_entry(struct logs *lg, const cJSON *e)
 {
     const char *ts = str_of(e, "ts"), *t;
@@ -529,9 +531,19 @@ static void print_entry(struct logs *lg, const cJSON *e)
         snprintf(who, sizeof(who), " [pid %d]", pid->valueint);
     else if (inst)
         snprintf(who, sizeof(who), " [%.60s]", inst);
-    printf("%6llu %.12s %-5s %-6s%s %s\n", id, t, str_of(e, "level") ? str_of(e, "level") : "?",
-           str_of(e, "source") ? str_of(e, "source") : "?", who,
-           str_of(e, "message") ? str_of(e, "message") : "");
+    printf("%6llu %.12s %-5s %-6s%s ", id, t, str_of(e, "level") ? str_of(e, "level") : "?",
+           str_of(e, "source") ? str_of(e, "source") : "?", who);
+    /* A message of several lines keeps its later lines under the first, so that every line
+     * of the output that starts with an id starts an entry. */
+    for (const char *m = str_of(e, "message") ? str_of(e, "message") : "", *nl; *m; m = nl + 1) {
+        nl = strchr(m, '\n');
+        if (!nl) {
+            fputs(m, stdout);
+            break;
+        }
+        printf("%.*s\n%*s", (int)(nl - m), m, LOG_INDENT, "");
+    }
+    putchar('\n');
     fflush(stdout);
 }
 

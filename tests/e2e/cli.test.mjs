@@ -178,6 +178,10 @@ describe('against a running daemon', () => {
     await d.call('exec', { command: 'echo after-the-id' });
     r = await cli(['logs', '--since', String(last)], env);
     assert.ok(!r.stdout.includes('log-out-1') && r.stdout.includes('after-the-id'), r.stdout);
+    // A message of several lines: its later lines are indented under the first.
+    await d.call('exec', { command: 'echo two-line-cause >&2; exit 3' });
+    r = await cli(['logs', '--level', 'error', '-n', '1'], env);
+    assert.match(r.stdout, /^ +\d+ [\d:.]+ error exec +\[pid \d+\] process \d+ failed with exit code 3:\n {32}two-line-cause\n$/);
     r = await cli(['logs', '--level', 'loud'], env);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--level takes debug, log, info, warn or error/);
