@@ -6,7 +6,8 @@
 //   - `runbox status` likewise;
 //   - the status page's first load in headless Chromium: bytes transferred and
 //     DOMContentLoaded, and how long a console line takes from exec printing it to the page.
-// Prints a markdown table (the "CLI and status page" section of docs/performance.md).
+// Prints JSON lines (read by tests/bench/run.sh into docs/performance.md) and then the
+// "CLI and the status page" section of docs/performance.md as cli-report.mjs writes it.
 //
 //   RUNBOXD=build/daemon/runboxd RUNBOX=build/mcp-proxy/runbox node tests/bench/cli-bench.mjs
 //   env: RUNS [50] runbox runs per figure; PEER_RUNS [5] Inspector runs; PAGE_RUNS [10]
@@ -19,6 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium } from '../lib/browser.mjs';
+import { cliSection } from './cli-report.mjs';
 import { startDaemon } from '../lib/daemon.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -158,28 +160,30 @@ try {
   }
   const pg = await page(d);
   const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
+  const row = (measure, value, target, met) =>
+    ({ bench: 'cli', measure, value, ...(target ? { target } : {}), ...(met === undefined ? {} : { met }) });
   const rows = [
-    ['`runbox call read_file` (4 KiB), start to exit, p50 (p90 ' + ms(p90(call)) + ')', ms(median(call)), '≤ 15 ms',
-     median(call) <= 15 ? 'met' : 'missed'],
-    ...(peer ? [['the MCP Inspector CLI\'s same call through runbox, p50 (' + PEER_RUNS + ' runs)',
-                 ms(median(peer)), `${(median(peer) / median(call)).toFixed(0)}× runbox call`, '']] : []),
-    ['spawning `/bin/true` from the same node (the floor of every figure above), p50', ms(median(floor)), '', ''],
-    ['`runbox status`, start to exit, p50 (p90 ' + ms(p90(status)) + ')', ms(median(status)), '≤ 15 ms',
-     median(status) <= 15 ? 'met' : 'missed'],
-    [`status page first load, transferred (${PAGE_RUNS} loads, largest)`, kb(Math.max(...pg.bytes)), '≤ 150 KB',
-     Math.max(...pg.bytes) <= 150 * 1024 ? 'met' : 'missed'],
-    ['status page DOMContentLoaded in headless Chromium, a new browser context each load, p50 (largest ' +
-     ms(Math.max(...pg.loads)) + '; first byte of / after ' + ms(median(pg.ttfbs)) + ')',
-     ms(median(pg.loads)), '≤ 200 ms', median(pg.loads) <= 200 ? 'met' : 'missed'],
-    ['the same for a one-line page from node\'s http server (the browser\'s floor), p50',
-     ms(median(pg.plain)), `status page ${(median(pg.loads) / median(pg.plain)).toFixed(1)}× this`, ''],
-    ['a console line from exec printing it to the page (over GET /events), p50 (largest ' +
-     `${Math.max(...pg.lags)} ms)`, `${median(pg.lags)} ms`, '≤ 1 s', median(pg.lags) <= 1000 ? 'met' : 'missed'],
+    row(`\`runbox call read_file\` (4 KiB), start to exit, p50 (p90 ${ms(p90(call))})`, ms(median(call)),
+        '≤ 15 ms', median(call) <= 15),
+    ...(peer ? [row(`the MCP Inspector CLI's same call through runbox, p50 (${PEER_RUNS} runs)`,
+                    ms(median(peer)), `${(median(peer) / median(call)).toFixed(0)}× runbox call`)] : []),
+    row('spawning `/bin/true` from the same node (the floor of every figure above), p50', ms(median(floor))),
+    row(`\`runbox status\`, start to exit, p50 (p90 ${ms(p90(status))})`, ms(median(status)),
+        '≤ 15 ms', median(status) <= 15),
+    row(`status page first load, transferred (${PAGE_RUNS} loads, largest)`, kb(Math.max(...pg.bytes)),
+        '≤ 150 KB', Math.max(...pg.bytes) <= 150 * 1024),
+    row('status page DOMContentLoaded in headless Chromium, a new browser context each load, p50 (largest ' +
+        `${ms(Math.max(...pg.loads))}; first byte of / after ${ms(median(pg.ttfbs))})`,
+        ms(median(pg.loads)), '≤ 200 ms', median(pg.loads) <= 200),
+    row("the same for a one-line page from node's http server (the browser's floor), p50",
+        ms(median(pg.plain)), `status page ${(median(pg.loads) / median(pg.plain)).toFixed(1)}× this`),
+    row('a console line from exec printing it to the page (over GET /events), p50 (largest ' +
+        `${Math.max(...pg.lags)} ms)`, `${median(pg.lags)} ms`, '≤ 1 s', median(pg.lags) <= 1000),
   ];
-  console.log('| measure | this run | target |  |\n| --- | ---: | ---: | --- |');
-  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-  console.log(`\n${RUNS} runbox runs per figure; node ${process.version}; ` +
-              `RUNS=${RUNS} PEER_RUNS=${PEER_RUNS} PAGE_RUNS=${PAGE_RUNS} node tests/bench/cli-bench.mjs`);
+  // JSON lines for tests/bench/run.sh (report.mjs), then the section as docs/performance.md has it.
+  for (const r of rows) console.log(JSON.stringify(r));
+  const command = `RUNS=${RUNS} PEER_RUNS=${PEER_RUNS} PAGE_RUNS=${PAGE_RUNS} node tests/bench/cli-bench.mjs`;
+  console.log(`\n${cliSection(rows, { command, load: os.loadavg()[0].toFixed(1) }).join('\n')}`);
 } finally {
   await d.stop();
 }
