@@ -17,7 +17,7 @@ _runbox() {
             COMPREPLY=($(compgen -W "--json --quiet $(runbox tools --names 2>/dev/null)" -- "$cur"))
         fi
         ;;
-    tools) COMPREPLY=($(compgen -W "--json all sandbox studio readonly workspace exec console" -- "$cur")) ;;
+    tools) COMPREPLY=($(compgen -W "--json all sandbox studio readonly workspace exec console external" -- "$cur")) ;;
     logs)
         case $prev in
         --level) COMPREPLY=($(compgen -W "debug log info warn error" -- "$cur")) ;;
