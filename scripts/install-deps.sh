@@ -61,8 +61,9 @@ if [ "$mode" = test ]; then
     pkgs+=(qemu-system-x86 busybox-static cpio dash)
     # The tests' own tools: procps (ps, pkill), python3 (commands run in the sandbox; its
     # tomllib checks the Codex config runbox setup writes), bsdutils (script: a terminal for
-    # runbox's hint), and Chromium, in which the status page is tested (tests/browser).
-    pkgs+=(procps python3 bsdutils chromium)
+    # runbox's hint), zsh (checks runbox's zsh completion parses), and Chromium, in which the
+    # status page is tested (tests/browser).
+    pkgs+=(procps python3 bsdutils zsh chromium)
 fi
 
 sudo=()
