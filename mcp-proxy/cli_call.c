@@ -359,8 +359,10 @@ int cli_call(struct cli *c, int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     rc = find_called(c, argv[i], &tool, &listed);
-    if (rc != 0)
+    if (rc != 0) {
+        cJSON_Delete(listed);
         return rc;
+    }
     builtin = listed == NULL;
     args = cli_args_parse(tool.input_schema, argc - i - 1, argv + i + 1, &err);
     if (!args) {
