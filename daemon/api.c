@@ -10,6 +10,7 @@
 #include "api_bridge.h"
 #include "api_events.h"
 #include "api_mcp.h"
+#include "status_page.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -64,7 +65,9 @@ struct api {
     struct api_mcp *mcp;        /* owned: /mcp, /sse, /message, /ws */
     struct api_events *events;  /* owned: GET /events */
     struct http_guard *guard;   /* owned: deadlines for request heads and bodies */
+    struct status_page *page;   /* owned: GET / and its browser rules */
     int threads;                /* civetweb workers */
+    struct timespec started;    /* CLOCK_MONOTONIC at api_start, for /health's uptime_ms */
 };
 
 /* ---- responses ---- */
@@ -248,14 +251,18 @@ static int put_mcp_status(struct api *a, struct jsonbuf *b)
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
-    char head[160];
+    char head[192];
+    struct timespec now;
     int n, rc = 0;
 
+    clock_gettime(CLOCK_MONOTONIC, &now);
     jsonbuf_init(&b, 1u << 16);
     n = snprintf(head, sizeof(head),
                  "{\"ok\":true,\"service\":\"runboxd\",\"version\":\"%s\",\"pid\":%ld,"
-                 "\"port\":%d,\"workspace\":",
-                 RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port));
+                 "\"port\":%d,\"uptime_ms\":%lld,\"workspace\":",
+                 RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port),
+                 (long long)(now.tv_sec - a->started.tv_sec) * 1000 +
+                     (now.tv_nsec - a->started.tv_nsec) / 1000000);
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= jsonbuf_put_json_string(&b, a->workspace, strlen(a->workspace), NULL);
     n = snprintf(head, sizeof(head),
@@ -682,9 +689,9 @@ static int handle_tool(struct api *a, struct mg_connection *conn, const char *na
 }
 
 static const char endpoints[] =
-    "the endpoints are POST /tool/<name>, GET /tools, GET /health, GET /events, GET /resources, "
-    "GET /resource?uri=..., GET /prompts, POST /prompt/<name>, POST /complete, MCP on /mcp, /sse "
-    "(with POST "
+    "the endpoints are GET / (the status page), POST /tool/<name>, GET /tools, GET /health, "
+    "GET /events, GET /resources, GET /resource?uri=..., GET /prompts, POST /prompt/<name>, "
+    "POST /complete, MCP on /mcp, /sse (with POST "
     "/message) and /ws, and the Studio plugin's GET /poll, POST /result, POST /console and "
     "POST /disconnect";
 
@@ -720,6 +727,8 @@ static int route(struct api *a, struct mg_connection *conn, const char *method, 
         return api_mcp_handle(a->mcp, conn);
     if (strcmp(path, "/events") == 0)
         return api_events_handle(a->events, conn, method);
+    if (status_page_is_path(path))
+        return status_page_handle(a->page, conn, method, path);
     snprintf(msg, sizeof(msg), "no such endpoint: %.200s; %s", path, endpoints);
     return send_error(conn, 404, msg);
 }
@@ -731,6 +740,7 @@ static int on_request(struct mg_connection *conn)
     int port = atomic_load_explicit(&a->port, memory_order_relaxed);
     const char *path = ri->local_uri_raw;
     struct errinfo err = {0};
+    const char *refusal;
 
     /* First: the head came in time and can be read only one way (else 408 or 400, and the
      * connection closes); the path is decoded here. */
@@ -747,7 +757,13 @@ static int on_request(struct mg_connection *conn)
                           "addressed to localhost, 127.0.0.1 or [::1] with its port");
     if (!api_origin_ok(mg_get_header(conn, "Origin"), port, a->bind))
         return send_error(conn, 403, "forbidden Origin: runboxd does not answer web pages");
-    if (a->token && !api_token_ok(mg_get_header(conn, "Authorization"), a->token))
+    refusal = status_page_check(a->page, conn);
+    if (refusal)
+        return send_error(conn, 403, refusal);
+    /* The page's own files carry no data: a browser gets them without the token, and the page
+     * asks its user for the token. */
+    if (a->token && !(path && status_page_is_path(path)) &&
+        !api_token_ok(mg_get_header(conn, "Authorization"), a->token))
         return send_error_ex(conn, 401,
                              "missing or wrong token: send Authorization: Bearer "
                              "<token> (the daemon's RUNBOX_TOKEN or token file)",
@@ -1031,6 +1047,7 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
         return NULL;
     }
     snprintf(a->bind, sizeof(a->bind), "%s", opt->bind);
+    clock_gettime(CLOCK_MONOTONIC, &a->started);
     atomic_init(&a->port, opt->port);
     a->token = opt->token ? strdup(opt->token) : NULL;
     a->workspace = strdup(opt->workspace);
@@ -1045,6 +1062,9 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
         goto fail;
     }
     a->threads = opt->threads > 0 ? opt->threads : API_THREADS;
+    a->page = status_page_new(err);
+    if (!a->page)
+        goto fail;
     a->watch = connwatch_new(err);
     if (!a->watch)
         goto fail;
@@ -1112,6 +1132,7 @@ void api_stop(struct api *a)
     api_events_free(a->events);
     http_guard_free(a->guard);
     connwatch_free(a->watch);
+    status_page_free(a->page);
     if (a->token)
         memset(a->token, 0, strlen(a->token));
     free(a->token);

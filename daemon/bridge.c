@@ -32,6 +32,7 @@
 #define FINISHED_RING 128  /* recently finished command ids, to tell late answers from unknown */
 #define TOMBS         8    /* recently disconnected instances */
 #define TOMB_MS       2000 /* how long a disconnected instance's polls are not registered */
+#define RECENT_MAX    10   /* finished commands /health lists ("recent"), newest first */
 
 static const char connect_help[] =
     "Roblox Studio is not connected: no Studio plugin has polled runboxd in the last 20 s. In "
@@ -52,6 +53,17 @@ struct cmd {
     size_t ahead;        /* commands for the same instance queued or running when it came */
     pthread_cond_t cond;
     struct bridge_reply reply; /* written by whoever moves the state to DONE */
+};
+
+/* A ring of finished commands, newest at next - 1. */
+struct recent {
+    struct {
+        char tool[BRIDGE_TEXT_MAX];
+        char target[BRIDGE_ID_MAX];
+        enum errinfo_kind kind; /* ERR_NONE: the plugin answered ok */
+        int64_t done_ms, duration_ms;
+    } item[RECENT_MAX];
+    size_t next, n;
 };
 
 struct instance {
@@ -90,6 +102,7 @@ struct bridge {
     int64_t (*clock_ms)(void *arg);
     void *clock_arg;
     struct bridge_ops *ops; /* operation_id answers (own lock; never used under mu) */
+    struct recent recent;   /* the last commands that finished, for /health and the status page */
 };
 
 /* ---- time ---- */
@@ -689,6 +702,23 @@ static void wait_done(struct bridge *b, struct cmd *c)
     }
 }
 
+/* Notes a finished command for bridge_status_json (mu held). */
+static void remember_recent(struct bridge *b, const struct cmd *c)
+{
+    struct recent *r = &b->recent;
+    size_t k = r->next;
+    int64_t now = now_ms(b);
+
+    snprintf(r->item[k].tool, sizeof(r->item[k].tool), "%s", c->tool);
+    memcpy(r->item[k].target, c->target, sizeof(r->item[k].target));
+    r->item[k].kind = c->reply.ok ? ERR_NONE : c->reply.kind;
+    r->item[k].done_ms = now;
+    r->item[k].duration_ms = now - (c->deadline_ms - c->budget_ms);
+    r->next = (k + 1) % RECENT_MAX;
+    if (r->n < RECENT_MAX)
+        r->n++;
+}
+
 /* Sends c and waits for it (the lock is taken here). */
 static void run_cmd(struct bridge *b, struct cmd *c, const cJSON *args)
 {
@@ -697,6 +727,7 @@ static void run_cmd(struct bridge *b, struct cmd *c, const cJSON *args)
         wait_done(b, c);
         unlink_cmd(b, c);
         remember_finished(b, c->id);
+        remember_recent(b, c);
     }
     pthread_mutex_unlock(&b->mu);
 }
@@ -882,6 +913,54 @@ static cJSON *instance_json(const struct instance *in, int64_t now, bool active)
     return o;
 }
 
+/* The outcome of a finished command in a word. */
+static const char *outcome_name(enum errinfo_kind kind)
+{
+    switch (kind) {
+    case ERR_NONE:
+        return "ok";
+    case ERR_TIMEOUT:
+        return "timed out";
+    case ERR_CANCELLED:
+        return "cancelled";
+    case ERR_UNAVAILABLE:
+        return "not delivered";
+    case ERR_INVALID:
+    case ERR_NOT_FOUND:
+    case ERR_EXISTS:
+    case ERR_DENIED:
+    case ERR_TOO_LARGE:
+    case ERR_IO:
+    case ERR_NOMEM:
+    case ERR_INTERNAL:
+        break;
+    }
+    return "failed";
+}
+
+/* ,"recent":[...] of the copied ring, newest first. */
+static int add_recent(cJSON *o, const struct recent *r, int64_t now)
+{
+    cJSON *arr = cJSON_AddArrayToObject(o, "recent");
+
+    for (size_t i = 0; arr && i < r->n; i++) {
+        size_t k = (r->next + RECENT_MAX - 1 - i) % RECENT_MAX;
+        cJSON *it = cJSON_CreateObject();
+
+        if (!it || !cJSON_AddItemToArray(arr, it)) {
+            cJSON_Delete(it);
+            return -1;
+        }
+        if (!cJSON_AddStringToObject(it, "tool", r->item[k].tool) ||
+            !cJSON_AddStringToObject(it, "instance", r->item[k].target) ||
+            !cJSON_AddStringToObject(it, "state", outcome_name(r->item[k].kind)) ||
+            !cJSON_AddNumberToObject(it, "duration_ms", (double)r->item[k].duration_ms) ||
+            !cJSON_AddNumberToObject(it, "ms_ago", (double)(now - r->item[k].done_ms)))
+            return -1;
+    }
+    return arr ? 0 : -1;
+}
+
 cJSON *bridge_status_json(struct bridge *b)
 {
     struct instance snap[BRIDGE_INSTANCES_MAX];
@@ -889,6 +968,7 @@ cJSON *bridge_status_json(struct bridge *b)
     size_t n, depth;
     int64_t now;
     cJSON *o = cJSON_CreateObject(), *arr = NULL;
+    struct recent recent;
 
     /* Copy out under the lock; build the JSON after it. */
     pthread_mutex_lock(&b->mu);
@@ -898,6 +978,7 @@ cJSON *bridge_status_json(struct bridge *b)
     memcpy(snap, b->inst, n * sizeof(snap[0]));
     memcpy(active, b->active, sizeof(active));
     depth = b->depth;
+    recent = b->recent;
     pthread_mutex_unlock(&b->mu);
     if (!o)
         return NULL;
@@ -922,7 +1003,8 @@ cJSON *bridge_status_json(struct bridge *b)
             goto fail;
         }
     }
-    if (!cJSON_AddNumberToObject(o, "queue_depth", (double)depth))
+    if (!cJSON_AddNumberToObject(o, "queue_depth", (double)depth) ||
+        add_recent(o, &recent, now) < 0)
         goto fail;
     return o;
 fail:

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -39,7 +40,8 @@ struct autostart {
     int64_t attempt_ms;
     bool last_ok;
     char last_reason[ERRINFO_MSG_MAX];
-    int exec_fd;                /* read end of the exec-status pipe while it is open, else -1 */
+    struct autostart_launch launch; /* the daemon being started, while launched */
+    bool launched;
     struct upstream_req *probe; /* the /health request in flight, or NULL */
 };
 
@@ -140,21 +142,58 @@ static int make_parent_dirs(const char *path, struct errinfo *err)
     return 0;
 }
 
-/* In the forked child: becomes the session leader, forks the daemon and exits at once. The
- * grandchild execs runboxd with the log as stdout and stderr. Only async-signal-safe calls. */
-static void __attribute__((noreturn))
-run_child(const char *daemon, const char *port, int log_fd, int status_fd)
+/* ---- launching ----
+ *
+ * The forked child becomes a session leader, forks the daemon and stays as its watcher while
+ * the hold pipe is open: when the daemon exits first, the watcher reaps it and writes its wait
+ * status to the status pipe, so that a daemon that exits at once (a bad config, the port taken)
+ * is reported with its exit status instead of a silent timeout. When the hold pipe closes (the
+ * starter is done, or gone), the watcher exits and the daemon is left to init. The daemon
+ * itself writes errno to the same pipe when exec fails (the pipe is CLOEXEC). */
+
+struct launch_msg {
+    int kind; /* LAUNCH_EXEC_FAILED (value: errno) or LAUNCH_EXITED (value: wait status) */
+    int value;
+};
+
+enum { LAUNCH_EXEC_FAILED = 1, LAUNCH_EXITED = 2 };
+
+#define WATCH_POLL_MS 20
+
+static void __attribute__((noreturn)) watch_daemon(pid_t daemon, int hold_fd, int status_fd)
 {
-    char *const argv[] = {(char *)"runboxd", port ? (char *)"--port" : NULL, (char *)port, NULL};
+    struct pollfd pfd = {.fd = hold_fd, .events = POLLIN};
+    struct launch_msg m = {.kind = LAUNCH_EXITED};
+
+    for (;;) {
+        int n = poll(&pfd, 1, WATCH_POLL_MS);
+
+        if (n > 0)
+            _exit(0); /* the starter closed the hold pipe: the daemon goes on alone */
+        if (waitpid(daemon, &m.value, WNOHANG) == daemon) {
+            if (write(status_fd, &m, sizeof(m)) < 0)
+                _exit(1);
+            _exit(0);
+        }
+    }
+}
+
+/* In the forked child. Only async-signal-safe calls. */
+static void __attribute__((noreturn))
+run_child(const char *daemon, char *const *argv, int log_fd, int status_fd, int hold_fd)
+{
+    struct launch_msg m = {.kind = LAUNCH_EXEC_FAILED};
     struct sigaction sa;
     sigset_t none;
-    int null_fd, e;
+    int null_fd;
     pid_t pid;
 
     setsid();
     pid = fork();
-    if (pid != 0)
-        _exit(pid < 0 ? 1 : 0);
+    if (pid < 0)
+        _exit(1);
+    if (pid > 0)
+        watch_daemon(pid, hold_fd, status_fd);
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL; /* runbox ignores SIGPIPE; the daemon starts with defaults */
     sigaction(SIGPIPE, &sa, NULL);
@@ -164,40 +203,42 @@ run_child(const char *daemon, const char *port, int log_fd, int status_fd)
     if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 ||
         dup2(log_fd, STDERR_FILENO) < 0)
         goto fail;
-    /* Our sockets and pipes (libcurl's, the client's) must not leak into the daemon. */
+    /* Our sockets and pipes (libcurl's, the client's, the hold pipe) must not leak into the
+     * daemon. */
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
     execv(daemon, argv);
 fail:
-    e = errno;
-    if (write(status_fd, &e, sizeof(e)) < 0)
+    m.value = errno;
+    if (write(status_fd, &m, sizeof(m)) < 0)
         _exit(127);
     _exit(127);
 }
 
-static int spawn(struct autostart *as, struct errinfo *err)
+int autostart_launch(const char *daemon, const char *const *args, const char *log_path,
+                     struct autostart_launch *l, struct errinfo *err)
 {
-    char daemon[PATH_MAX], port[8];
-    int pipefd[2] = {-1, -1}, log_fd = -1, rc = -1, status;
+    char *argv[AUTOSTART_ARGS_MAX + 2];
+    int spipe[2] = {-1, -1}, hpipe[2] = {-1, -1}, log_fd = -1, rc = -1;
+    struct stat st;
+    size_t n = 0;
     pid_t pid;
 
-    if (autostart_find_daemon(as->self_exe, as->path_env, daemon, sizeof(daemon)) < 0) {
-        errinfo_set(err, ERR_NOT_FOUND,
-                    "runboxd was found neither beside runbox (%.200s) nor on PATH; install it "
-                    "or start it yourself",
-                    as->self_exe[0] ? as->self_exe : "unknown location");
+    memset(l, 0, sizeof(*l));
+    l->status_fd = l->hold_fd = -1;
+    argv[n++] = (char *)"runboxd";
+    for (; args && args[n - 1] && n <= AUTOSTART_ARGS_MAX; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    if (make_parent_dirs(log_path, err) < 0)
         goto out;
-    }
-    /* The port we poll, given on the command line so a port in the user's config file cannot
-     * make the daemon listen where runbox does not look. */
-    autostart_url_port(upstream_base_url(as->up), port, sizeof(port));
-    if (make_parent_dirs(as->log_path, err) < 0)
-        goto out;
-    log_fd = open(as->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    log_fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (log_fd < 0) {
-        errinfo_sys(err, "cannot open %s", as->log_path);
+        errinfo_sys(err, "cannot open %s", log_path);
         goto out;
     }
-    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+    l->log_offset = fstat(log_fd, &st) == 0 ? (long long)st.st_size : 0;
+    snprintf(l->log_path, sizeof(l->log_path), "%s", log_path);
+    if (pipe2(spipe, O_CLOEXEC) < 0 || pipe2(hpipe, O_CLOEXEC) < 0) {
         errinfo_sys(err, "cannot create a pipe");
         goto out;
     }
@@ -206,28 +247,148 @@ static int spawn(struct autostart *as, struct errinfo *err)
         errinfo_sys(err, "cannot fork");
         goto out;
     }
-    if (pid == 0)
-        run_child(daemon, port[0] ? port : NULL, log_fd, pipefd[1]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ; /* the intermediate child exits right after its fork */
-    close(pipefd[1]);
-    pipefd[1] = -1;
-    if (fcntl(pipefd[0], F_SETFL, O_NONBLOCK) < 0) {
+    if (pid == 0) {
+        close(hpipe[1]);
+        run_child(daemon, argv, log_fd, spipe[1], hpipe[0]);
+    }
+    if (fcntl(spipe[0], F_SETFL, O_NONBLOCK) < 0) {
         errinfo_sys(err, "cannot set up the exec-status pipe");
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
         goto out;
     }
-    as->exec_fd = pipefd[0];
-    pipefd[0] = -1;
-    log_info("autostart: started %s (log %s)", daemon, as->log_path);
+    l->watcher = pid;
+    l->status_fd = spipe[0];
+    spipe[0] = -1;
+    l->hold_fd = hpipe[1];
+    hpipe[1] = -1;
     rc = 0;
 out:
-    if (pipefd[0] >= 0)
-        close(pipefd[0]);
-    if (pipefd[1] >= 0)
-        close(pipefd[1]);
+    for (int i = 0; i < 2; i++) {
+        if (spipe[i] >= 0)
+            close(spipe[i]);
+        if (hpipe[i] >= 0)
+            close(hpipe[i]);
+    }
     if (log_fd >= 0)
         close(log_fd);
     return rc;
+}
+
+void autostart_format_exit(int wstatus, char *out, size_t n)
+{
+    if (WIFEXITED(wstatus))
+        snprintf(out, n, "exited with status %d", WEXITSTATUS(wstatus));
+    else if (WIFSIGNALED(wstatus))
+        snprintf(out, n, "was killed by signal %d (%s)", WTERMSIG(wstatus),
+                 strsignal(WTERMSIG(wstatus)));
+    else
+        snprintf(out, n, "stopped (wait status %d)", wstatus);
+}
+
+int autostart_launch_poll(struct autostart_launch *l, int timeout_ms, int *value)
+{
+    struct pollfd pfd = {.fd = l->status_fd, .events = POLLIN};
+    struct launch_msg m;
+    ssize_t n;
+
+    if (l->status_fd < 0)
+        return AUTOSTART_LAUNCH_RUNNING;
+    if (timeout_ms > 0 && poll(&pfd, 1, timeout_ms) <= 0)
+        return AUTOSTART_LAUNCH_RUNNING;
+    n = read(l->status_fd, &m, sizeof(m));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return AUTOSTART_LAUNCH_RUNNING;
+    if (n != (ssize_t)sizeof(m)) {
+        /* End of file: the watcher is gone without a word (killed); nothing more to learn. */
+        close(l->status_fd);
+        l->status_fd = -1;
+        return AUTOSTART_LAUNCH_RUNNING;
+    }
+    *value = m.value;
+    return m.kind == LAUNCH_EXEC_FAILED ? AUTOSTART_LAUNCH_EXEC_FAILED : AUTOSTART_LAUNCH_EXITED;
+}
+
+void autostart_launch_release(struct autostart_launch *l)
+{
+    if (l->hold_fd >= 0)
+        close(l->hold_fd); /* the watcher sees it at once and exits */
+    if (l->status_fd >= 0)
+        close(l->status_fd);
+    if (l->watcher > 0)
+        while (waitpid(l->watcher, NULL, 0) < 0 && errno == EINTR)
+            ;
+    l->hold_fd = l->status_fd = -1;
+    l->watcher = 0;
+}
+
+int autostart_log_tail(const char *path, long long offset, int lines, const char *sep, char *out,
+                       size_t n)
+{
+    char buf[AUTOSTART_TAIL_BYTES + 1];
+    const char *starts[64];
+    int fd = open(path, O_RDONLY | O_CLOEXEC), k = 0, first;
+    struct stat st;
+    ssize_t got;
+    size_t len = 0;
+
+    if (n > 0)
+        out[0] = '\0';
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) == 0 && st.st_size - offset > AUTOSTART_TAIL_BYTES)
+        offset = st.st_size - AUTOSTART_TAIL_BYTES;
+    got = pread(fd, buf, AUTOSTART_TAIL_BYTES, offset < 0 ? 0 : offset);
+    close(fd);
+    if (got <= 0)
+        return got < 0 ? -1 : 0;
+    buf[got] = '\0';
+    if (lines > 64)
+        lines = 64;
+    /* The starts of the non-empty lines, the last `lines` of them kept in a ring. */
+    for (char *s = buf; *s;) {
+        char *nl = strchr(s, '\n');
+
+        if (nl)
+            *nl = '\0';
+        if (*s)
+            starts[k++ % lines] = s;
+        s = nl ? nl + 1 : s + strlen(s);
+    }
+    first = k > lines ? k - lines : 0;
+    for (int i = first; i < k; i++) {
+        int w = snprintf(out + len, n - len, "%s%s", i > first ? sep : "", starts[i % lines]);
+
+        if (w < 0 || (size_t)w >= n - len)
+            break; /* cut: snprintf wrote what fits */
+        len += (size_t)w;
+    }
+    return k;
+}
+
+static int spawn(struct autostart *as, struct errinfo *err)
+{
+    char daemon[PATH_MAX], port[8];
+    const char *args[3] = {NULL, NULL, NULL};
+
+    if (autostart_find_daemon(as->self_exe, as->path_env, daemon, sizeof(daemon)) < 0) {
+        errinfo_set(err, ERR_NOT_FOUND,
+                    "runboxd was found neither beside runbox (%.200s) nor on PATH; install it "
+                    "or start it yourself",
+                    as->self_exe[0] ? as->self_exe : "unknown location");
+        return -1;
+    }
+    /* The port we poll, given on the command line so a port in the user's config file cannot
+     * make the daemon listen where runbox does not look. */
+    if (autostart_url_port(upstream_base_url(as->up), port, sizeof(port)) == 0) {
+        args[0] = "--port";
+        args[1] = port;
+    }
+    if (autostart_launch(daemon, args, as->log_path, &as->launch, err) < 0)
+        return -1;
+    as->launched = true;
+    log_info("autostart: started %s (log %s)", daemon, as->log_path);
+    return 0;
 }
 
 /* ---- waiting for /health ---- */
@@ -239,9 +400,9 @@ static void finish(struct autostart *as, bool ok, const char *reason)
         upstream_cancel(as->up, as->probe);
         as->probe = NULL;
     }
-    if (as->exec_fd >= 0) {
-        close(as->exec_fd);
-        as->exec_fd = -1;
+    if (as->launched) {
+        autostart_launch_release(&as->launch);
+        as->launched = false;
     }
     as->last_ok = ok;
     snprintf(as->last_reason, sizeof(as->last_reason), "%s", ok ? "" : reason);
@@ -257,31 +418,42 @@ static void on_health(void *ctx, const struct upstream_reply *reply)
     struct autostart *as = ctx;
 
     as->probe = NULL;
-    /* Any HTTP answer means the daemon listens (it may want a token for /health). */
+    /* Any answer of runboxd's means it listens (it may want a token for /health); an answer
+     * of another program's means the port is not ours to use. */
     if (reply->outcome == UPSTREAM_ANSWERED) {
-        finish(as, true, NULL);
+        char *msg = upstream_is_runboxd_body(reply->body, reply->body_len)
+                        ? NULL
+                        : upstream_foreign_message(upstream_base_url(as->up), reply->status,
+                                                   reply->body, reply->body_len);
+
+        finish(as, msg == NULL, msg);
+        free(msg);
         return;
     }
     as->next_probe_ms = upstream_now_ms() + AUTOSTART_POLL_MS;
 }
 
-/* Returns true when exec failed (and finishes with the reason). */
-static bool exec_failed(struct autostart *as)
+/* Returns true when the daemon could not be run or has exited (and finishes with the reason:
+ * the exit status and the last lines it logged). */
+static bool launch_failed(struct autostart *as)
 {
-    char reason[ERRINFO_MSG_MAX];
-    int e = 0;
-    ssize_t n;
+    char reason[ERRINFO_MSG_MAX], how[64], tail[120];
+    int value = 0, st;
 
-    if (as->exec_fd < 0)
+    if (!as->launched)
         return false;
-    n = read(as->exec_fd, &e, sizeof(e));
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    st = autostart_launch_poll(&as->launch, 0, &value);
+    if (st == AUTOSTART_LAUNCH_RUNNING)
         return false;
-    close(as->exec_fd);
-    as->exec_fd = -1;
-    if (n != (ssize_t)sizeof(e))
-        return false; /* end of file: exec succeeded */
-    snprintf(reason, sizeof(reason), "cannot run runboxd: %s", strerror(e));
+    if (st == AUTOSTART_LAUNCH_EXEC_FAILED) {
+        snprintf(reason, sizeof(reason), "cannot run runboxd: %s", strerror(value));
+    } else {
+        autostart_format_exit(value, how, sizeof(how));
+        autostart_log_tail(as->launch.log_path, as->launch.log_offset, 2, " | ", tail,
+                           sizeof(tail));
+        snprintf(reason, sizeof(reason), "runboxd %s right after it was started%s%s", how,
+                 tail[0] ? "; its log says: " : " and logged nothing", tail);
+    }
     finish(as, false, reason);
     return true;
 }
@@ -290,7 +462,7 @@ void autostart_tick(struct autostart *as, int64_t now_ms)
 {
     struct errinfo err = {0};
 
-    if (!as || !as->running || exec_failed(as))
+    if (!as || !as->running || launch_failed(as))
         return;
     if (now_ms - as->started_ms >= AUTOSTART_WAIT_MS) {
         finish(as, false, "runboxd was started but did not answer GET /health within 2 s");
@@ -312,8 +484,8 @@ int autostart_timeout_ms(const struct autostart *as, int64_t now_ms)
     until = as->started_ms + AUTOSTART_WAIT_MS;
     if (!as->probe && as->next_probe_ms < until)
         until = as->next_probe_ms;
-    /* The exec-status pipe is not polled: look at it at least every poll interval. */
-    if (as->exec_fd >= 0 && now_ms + AUTOSTART_POLL_MS < until)
+    /* The launch's status pipe is not polled: look at it at least every poll interval. */
+    if (as->launched && now_ms + AUTOSTART_POLL_MS < until)
         until = now_ms + AUTOSTART_POLL_MS;
     return until <= now_ms ? 0 : (int)(until - now_ms);
 }
@@ -385,7 +557,6 @@ struct autostart *autostart_new(struct upstream *up, autostart_done_fn done, voi
     as->up = up;
     as->done = done;
     as->ctx = ctx;
-    as->exec_fd = -1;
     n = readlink("/proc/self/exe", as->self_exe, sizeof(as->self_exe) - 1);
     as->self_exe[n > 0 ? n : 0] = '\0';
     if (path) {
@@ -406,8 +577,8 @@ void autostart_free(struct autostart *as)
         return;
     if (as->probe)
         upstream_cancel(as->up, as->probe);
-    if (as->exec_fd >= 0)
-        close(as->exec_fd);
+    if (as->launched)
+        autostart_launch_release(&as->launch);
     free(as->path_env);
     free(as);
 }

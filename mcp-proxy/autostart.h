@@ -55,6 +55,48 @@ int autostart_timeout_ms(const struct autostart *as, int64_t now_ms);
  * AUTOSTART_WAIT_MS. Call it on every turn of the loop. */
 void autostart_tick(struct autostart *as, int64_t now_ms);
 
+/* ---- launching runboxd (autostart and `runbox start`) ---- */
+
+#define AUTOSTART_ARGS_MAX   32   /* arguments given to runboxd */
+#define AUTOSTART_TAIL_BYTES 8192 /* most of the log read for its last lines */
+
+enum { AUTOSTART_LAUNCH_RUNNING, AUTOSTART_LAUNCH_EXEC_FAILED, AUTOSTART_LAUNCH_EXITED };
+
+/* A daemon being started. The fields are private to autostart.c, but for log_path and
+ * log_offset (read-only). */
+struct autostart_launch {
+    int status_fd;        /* exec errno or the daemon's exit status arrive here */
+    int hold_fd;          /* the watcher process stays while this is open */
+    int watcher;          /* pid of the watcher (our child), or 0 */
+    long long log_offset; /* the log's size before the start: what this run wrote follows */
+    char log_path[4096];
+};
+
+/* Starts daemon (a path) as runboxd with args (NULL-terminated, at most AUTOSTART_ARGS_MAX;
+ * may be NULL) detached: its own session, stdin /dev/null, stdout and stderr appended to
+ * log_path (its folders are made, mode 0700). A watcher process reports, until
+ * autostart_launch_release(), whether exec failed or the daemon exited. Returns 0 with *l set,
+ * or -1 with err set. */
+int autostart_launch(const char *daemon, const char *const *args, const char *log_path,
+                     struct autostart_launch *l, struct errinfo *err);
+
+/* Has the launch failed? Waits up to timeout_ms (0: just looks). Returns
+ * AUTOSTART_LAUNCH_RUNNING (no news), AUTOSTART_LAUNCH_EXEC_FAILED (*value = errno) or
+ * AUTOSTART_LAUNCH_EXITED (*value = the wait status). */
+int autostart_launch_poll(struct autostart_launch *l, int timeout_ms, int *value);
+
+/* Stops watching: the daemon runs on by itself; the watcher is reaped. */
+void autostart_launch_release(struct autostart_launch *l);
+
+/* "exited with status 2", "was killed by signal 11 (Segmentation fault)". */
+void autostart_format_exit(int wstatus, char *out, size_t n);
+
+/* The last `lines` non-empty lines (at most 64) the file has after byte offset, joined with sep,
+ * into out (cut to fit). Returns how many non-empty lines there were, or -1 when the file cannot
+ * be read. */
+int autostart_log_tail(const char *path, long long offset, int lines, const char *sep, char *out,
+                       size_t n);
+
 /* ---- pure helpers (unit-tested) ---- */
 
 /* The log path: <xdg_state_home>/runbox/runboxd.log when xdg_state_home is an absolute path,

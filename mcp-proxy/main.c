@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "catalog.h"
+#include "cli.h"
 #include "errinfo.h"
 #include "log.h"
 #include "proxy.h"
@@ -19,9 +22,21 @@
 
 static const char usage[] =
     "usage: runbox [--no-autostart] | --list-tools | --version | --help\n"
+    "       runbox SUBCOMMAND [--help | ...]\n"
     "\n"
     "The Runbox MCP server for stdio clients (Claude Desktop, Claude Code, Cursor, ...): it\n"
     "answers MCP on stdin/stdout and forwards each tool call to runboxd over HTTP.\n"
+    "\n"
+    "subcommands, for people (docs/cli.md):\n"
+    "  status            is runboxd running, and what is it doing\n"
+    "  call TOOL ARGS    call a tool: runbox call read_file path=/a.txt\n"
+    "  tools [GROUP]     list the tools\n"
+    "  logs [-f]         print (and follow) the console\n"
+    "  ps, kill PID      the processes exec started\n"
+    "  start, stop, restart   the daemon, in the background\n"
+    "  setup CLIENT      add runbox to an MCP client's configuration (claude-desktop,\n"
+    "                    claude-code, cursor, vscode, windsurf, zed, continue, opencode,\n"
+    "                    codex, gemini-cli)\n"
     "\n"
     "options:\n"
     "  --list-tools    print the tools (RUNBOX_TOOLS) as {\"tools\":[...]} and exit (no daemon)\n"
@@ -113,6 +128,12 @@ int main(int argc, char **argv)
     int rc;
 
     log_init("runbox");
+    if (argc > 1 && cli_is_subcommand(argv[1]))
+        return cli_main(argc - 1, argv + 1);
+    if (argc > 1 && argv[1][0] != '-') {
+        fprintf(stderr, "runbox: unknown subcommand '%s'; `runbox --help` lists them\n", argv[1]);
+        return 2;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 
@@ -140,6 +161,13 @@ int main(int argc, char **argv)
     cat = tool_profile();
     if (!cat)
         return 2;
+    if (!list && isatty(STDIN_FILENO))
+        /* A person typed `runbox`: say what it is doing instead of waiting in silence. */
+        fputs("runbox: this is the Runbox MCP server; it reads MCP (JSON-RPC) on stdin, for "
+              "clients such as Claude or Cursor.\n"
+              "runbox: for a person: `runbox status`, `runbox call TOOL key=value ...`, "
+              "`runbox --help`. Ctrl+D ends it.\n",
+              stderr);
     rc = list ? list_tools(cat) : serve(cat, autostart);
     catalog_free(cat);
     return rc;

@@ -133,12 +133,21 @@ struct upstream_answer {
 
 /* Maps a reply as DESIGN §3 says: 200 ok:true -> the result; 200 ok:false -> its error and
  * timeout flag; 400 -> error and details joined; other statuses -> "runboxd answered HTTP
- * <status>: ..."; REFUSED -> how to start runboxd; TIMEOUT -> "MCP proxy timeout"; DROPPED ->
- * "the call may have been applied". base_url names the daemon in messages. Fills *out; returns
- * 0, or -1 on allocation failure (then out->ok is false and out->error is NULL). Release with
- * upstream_answer_cleanup(). */
+ * <status>: ..."; a body that is not runboxd's (no JSON "ok") -> upstream_foreign_message();
+ * REFUSED -> how to start runboxd; TIMEOUT -> "MCP proxy timeout"; DROPPED -> "the call may have
+ * been applied". base_url names the daemon in messages. Fills *out; returns 0, or -1 on allocation
+ * failure (then out->ok is false and out->error is NULL). Release with upstream_answer_cleanup().
+ */
 int upstream_map_answer(const struct upstream_reply *reply, const char *base_url,
                         struct upstream_answer *out);
+
+/* True when body is what runboxd answers with: a JSON object with a boolean "ok". Pure. */
+bool upstream_is_runboxd_body(const char *body, size_t len);
+
+/* The message for an HTTP answer that did not come from runboxd: "something else answers on
+ * HOST:PORT - not runboxd (HTTP <status>: <excerpt>); stop it or set DAEMON_URL ...". Returns an
+ * owned string (free) or NULL. */
+char *upstream_foreign_message(const char *base_url, long status, const char *body, size_t len);
 
 /* Frees what an answer owns; NULL is a no-op. */
 void upstream_answer_cleanup(struct upstream_answer *a);

@@ -120,12 +120,50 @@ static char *status_message(long status, const cJSON *doc, const char *body, siz
     return jsonbuf_take(&b, NULL);
 }
 
-static int map_http(const struct upstream_reply *r, struct upstream_answer *out)
+bool upstream_is_runboxd_body(const char *body, size_t len)
+{
+    cJSON *doc = cJSON_ParseWithLength(body, len);
+    bool yes = cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(doc, "ok"));
+
+    cJSON_Delete(doc);
+    return yes;
+}
+
+char *upstream_foreign_message(const char *base_url, long status, const char *body, size_t len)
+{
+    struct jsonbuf b = JSONBUF_INIT(MESSAGE_MAX);
+    const char *hostport = strstr(base_url, "://");
+    char head[64];
+
+    jsonbuf_puts(&b, "something else answers on ", NULL);
+    jsonbuf_puts(&b, hostport ? hostport + 3 : base_url, NULL);
+    snprintf(head, sizeof(head), " \xe2\x80\x94 not runboxd (HTTP %ld: ", status);
+    jsonbuf_puts(&b, head, NULL);
+    if (len > 0)
+        put_excerpt(&b, body, len, b.len + EXCERPT_MAX / 2);
+    else
+        jsonbuf_puts(&b, "(empty body)", NULL);
+    jsonbuf_puts(&b, "); stop it or set DAEMON_URL to where runboxd listens", NULL);
+    /* An HTML page's indentation says nothing: one space for each run of them. */
+    for (size_t r = 0, w = 0; b.data && r <= b.len; r++)
+        if (!(b.data[r] == ' ' && w > 0 && b.data[w - 1] == ' '))
+            b.data[w++] = b.data[r];
+    if (b.data)
+        b.len = strlen(b.data);
+    return jsonbuf_take(&b, NULL);
+}
+
+static int map_http(const struct upstream_reply *r, const char *base_url,
+                    struct upstream_answer *out)
 {
     cJSON *doc = cJSON_ParseWithLength(r->body, r->body_len);
     const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
 
-    if (r->status == 200 && cJSON_IsTrue(ok)) {
+    if (!cJSON_IsBool(ok)) {
+        /* Every answer of runboxd's is a JSON object with "ok": anything else came from
+         * another program on the port (or a proxy in between). */
+        out->error = upstream_foreign_message(base_url, r->status, r->body, r->body_len);
+    } else if (r->status == 200 && cJSON_IsTrue(ok)) {
         out->ok = true;
         out->result = cJSON_DetachItemFromObjectCaseSensitive(doc, "result");
         out->structured = cJSON_DetachItemFromObjectCaseSensitive(doc, "structured");
@@ -134,12 +172,6 @@ static int map_http(const struct upstream_reply *r, struct upstream_answer *out)
 
         out->error = strdup(error ? error : "runboxd reported a failure without a message");
         out->timeout = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "timeout"));
-    } else if (r->status == 200) {
-        struct jsonbuf b = JSONBUF_INIT(MESSAGE_MAX);
-
-        jsonbuf_puts(&b, "runboxd answered HTTP 200 with a body that is not a tool answer: ", NULL);
-        put_excerpt(&b, r->body, r->body_len, b.len + EXCERPT_MAX);
-        out->error = jsonbuf_take(&b, NULL);
     } else if (r->status == 400 && cJSON_IsObject(doc)) {
         out->error = bad_request_message(doc, r->body, r->body_len);
     } else {
@@ -156,7 +188,7 @@ int upstream_map_answer(const struct upstream_reply *reply, const char *base_url
     memset(out, 0, sizeof(*out));
     switch (reply->outcome) {
     case UPSTREAM_ANSWERED:
-        return map_http(reply, out);
+        return map_http(reply, base_url, out);
     case UPSTREAM_REFUSED:
         out->error = upstream_unreachable_message(base_url, reply->os_errno);
         break;

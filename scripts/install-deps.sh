@@ -59,8 +59,11 @@ if [ "$mode" = test ]; then
     pkgs+=(check clang libclang-rt-dev clang-tidy clang-format lua5.1 lua-cjson lua-socket)
     # tests/vm/: qemu boots a pure cgroup v2 kernel with an initramfs of busybox, dash and runboxd.
     pkgs+=(qemu-system-x86 busybox-static cpio dash)
-    # The tests' own tools: procps (ps, pkill), python3 (commands run in the sandbox).
-    pkgs+=(procps python3)
+    # The tests' own tools: procps (ps, pkill), python3 (commands run in the sandbox; its
+    # tomllib checks the Codex config runbox setup writes), bsdutils (script: a terminal for
+    # runbox's hint), zsh (checks runbox's zsh completion parses), and Chromium, in which the
+    # status page is tested (tests/browser).
+    pkgs+=(procps python3 bsdutils zsh chromium)
 fi
 
 sudo=()

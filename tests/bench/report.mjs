@@ -8,6 +8,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 
+import { cliSection } from './cli-report.mjs';
+
 function parseArgs(argv) {
   const o = {};
   for (let i = 0; i < argv.length; i += 2) {
@@ -292,7 +294,9 @@ if (extra.length) {
   p('| measure | this run | target |  |');
   p('| --- | ---: | ---: | --- |');
   for (const r of extra) {
-    if (r.bench === 'exec') {
+    if (r.bench === 'cli') {
+      continue; // a section of its own, below
+    } else if (r.bench === 'exec') {
       p(`| exec of \`true\` p50: runbox ${fmt(r.runbox_p50_ms)} ms ÷ bare bwrap ${fmt(r.bwrap_p50_ms)} ms` +
         `${r.limits ? ` (runs limited by ${r.limits})` : ''} | ` +
         `${fmt(r.ratio)}× | ≤ 1.3× | ${r.ratio <= 1.3 ? 'met' : '**missed**'} |`);
@@ -342,6 +346,13 @@ if (o.out !== '-' && existsSync(o.out)) {
     for (const l of doc.slice(a, b + END.length).split('\n')) p(l);
     p();
   }
+}
+
+// ---------------------------------------------------------------- issue 13
+const cliRows = extra.filter((r) => r.bench === 'cli');
+if (cliRows.length) {
+  for (const l of cliSection(cliRows, { command: 'tests/bench/run.sh (cli-bench.mjs)' })) p(l);
+  p();
 }
 
 p('## How to read this');

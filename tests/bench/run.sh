@@ -14,7 +14,7 @@
 # 5. times runboxd's search tool against grep -rn / grep -rni (and rg when installed);
 #    then the exec, console/resources, sandbox (issue 10: npm install through the proxy, a GET
 #    through a port forward, checkpoints: sandbox-bench.mjs), runbox's memory (RSS, PSS and
-#    private: proxy-mem.mjs) and Studio benchmarks;
+#    private: proxy-mem.mjs), CLI and status page (cli-bench.mjs) and Studio benchmarks;
 # 6. measures MCP over HTTP (tests/bench/http-run.sh: /mcp, /ws, server-everything), and
 #    /health and read_file probes under slow and many clients (tests/bench/slow-clients.mjs);
 # 7. prints the figures and the ratios against the issue's targets and writes them, with the
@@ -399,6 +399,11 @@ if [[ "$SKIP_EXTRA" != 1 ]]; then
   RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/proxy-mem.mjs" >"$RESULTS_DIR/proxy-mem.txt" 2>&1 ||
     log "proxy memory benchmark failed: $(tail -c 600 "$RESULTS_DIR/proxy-mem.txt")"
   grep '^{' "$RESULTS_DIR/proxy-mem.txt" >>"$EXTRA_OUT" || true
+  wait_quiet
+  log "the CLI and the status page: runbox call and status, the page in headless Chromium (machine ${QUIET_SEEN}% busy before)"
+  RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/cli-bench.mjs" >"$RESULTS_DIR/cli.txt" 2>&1 ||
+    log "CLI benchmark failed: $(tail -c 600 "$RESULTS_DIR/cli.txt")"
+  grep '^{' "$RESULTS_DIR/cli.txt" >>"$EXTRA_OUT" || true
   if [[ -f "$HERE/studio-bench.mjs" ]]; then
     wait_quiet
     log "Studio round trip with a fake plugin (machine ${QUIET_SEEN}% busy before)"

@@ -5,8 +5,9 @@
 // not). HOME and XDG_* point at temporary directories, so the started daemon's workspace and
 // log land there; the daemon is stopped at the end (GET /health gives its pid).
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync }
-  from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync,
+         writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -116,6 +117,47 @@ describe('autostart', { skip: skipReason }, () => {
     assert.match(e, /^could not start runboxd: runboxd was found neither beside runbox/);
     assert.match(e, /see .*state\/runbox\/runboxd\.log$/);
     await p.close();
+  });
+
+  test('runboxd exits at once: the call says with what status, and what its log says', async () => {
+    const cfgDir = path.join(env.XDG_CONFIG_HOME, 'runbox');
+    mkdirSync(cfgDir, { recursive: true });
+    writeFileSync(path.join(cfgDir, 'config.json'), '{"port": "seven"}');
+    try {
+      const p = proxy(makeBin(true));
+      await p.initialize();
+      const r = await p.callTool('list_dir', {});
+      assert.equal(r.isError, true);
+      const e = resultError(r).error;
+      // Not a 2 s wait and "did not answer": the exit was seen as it happened.
+      assert.match(e, /^could not start runboxd: runboxd exited with status 2 right after it was started; its log says: runboxd: .*config\.json/);
+      assert.match(e, /see .*state\/runbox\/runboxd\.log$/);
+      await p.close();
+    } finally {
+      rmSync(path.join(cfgDir, 'config.json'));
+    }
+    assert.equal(await portFree(PORT), true);
+  });
+
+  test('another program on 127.0.0.1:7766 is named as such, not passed on as HTML', async () => {
+    const srv = http.createServer((req, res) => {
+      res.writeHead(501, { 'Content-Type': 'text/html' });
+      res.end('<!DOCTYPE HTML>\n<html><head><title>Error response</title></head></html>\n');
+    });
+    await new Promise((r) => srv.listen(PORT, '127.0.0.1', r));
+    try {
+      const p = proxy(makeBin(true));
+      await p.initialize();
+      const r = await p.callTool('list_dir', {});
+      assert.equal(r.isError, true);
+      assert.equal(resultError(r).error,
+                   'something else answers on 127.0.0.1:7766 — not runboxd (HTTP 501: ' +
+                   '<!DOCTYPE HTML> <html><head><title>Error response</title></head></html> ); ' +
+                   'stop it or set DAEMON_URL to where runboxd listens');
+      await p.close();
+    } finally {
+      await new Promise((r) => srv.close(r));
+    }
   });
 
   test('runbox starts runboxd, calls wait for it, ping is answered meanwhile', async () => {

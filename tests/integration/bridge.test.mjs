@@ -101,7 +101,8 @@ describe('Studio calls', () => {
     assert.equal(r.ok, false);
     assert.match(r.error, CONNECT_MSG);
     const h = await health(d);
-    assert.deepEqual(h, { connected: false, active: null, instances: [], queue_depth: 0 });
+    assert.deepEqual(h, { connected: false, active: null, instances: [], queue_depth: 0,
+                          recent: [] }); // nothing was sent, so no command finished
   });
 
   test('round trip: args arrive as sent, JSON and text results come back', async () => {
@@ -130,6 +131,10 @@ describe('Studio calls', () => {
                      { id: 'rt', role: 'edit', place: '4242', name: 'My Place', last_poll_ms_ago: 0,
                        active: true });
     assert.ok(i.last_poll_ms_ago >= 0 && i.last_poll_ms_ago < 16000);
+    // The last commands, newest first (the status page shows them).
+    assert.deepEqual(h.recent.map((c) => [c.tool, c.instance, c.state]),
+                     [['get_instance_children', 'rt', 'ok'], ['get_place_info', 'rt', 'ok']]);
+    assert.ok(h.recent.every((c) => c.duration_ms >= 0 && c.ms_ago >= 0));
     await p.disconnect();
   });
 

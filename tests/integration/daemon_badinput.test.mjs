@@ -47,6 +47,9 @@ describe('HTTP checks', () => {
       const r = await request(d.port, '/health', { headers: { Host: host } });
       jsonError(r, 403, /Host/);
     }
+    // The status page too: a rebinding page (Host: attacker.test) never gets it.
+    for (const p of ['/', '/events'])
+      jsonError(await request(d.port, p, { headers: { Host: 'attacker.test' } }), 403, /Host/);
     const w = await request(d.port, '/tool/write_file', {
       method: 'POST', headers: { Host: 'attacker.test', 'Content-Type': 'application/json' },
       body: JSON.stringify({ path: '/pwned.txt', content: 'x' }) });
@@ -62,15 +65,42 @@ describe('HTTP checks', () => {
     }
   });
 
-  test('a browser Origin is refused with 403; our own origin is fine', async () => {
-    for (const origin of ['https://evil.example.com', 'null', `http://evil.com:${d.port}`,
-                          `http://localhost:${d.port + 1}`, `https://localhost:${d.port}`]) {
+  test('a browser Origin is refused with 403; our own origin is fine, with the page token', async () => {
+    const foreign = ['https://evil.example.com', 'null', `http://evil.com:${d.port}`,
+                     `http://localhost:${d.port + 1}`, `https://localhost:${d.port}`];
+    for (const origin of foreign) {
       const r = await d.call('write_file', { path: '/o.txt', content: 'x' }, { Origin: origin });
       jsonError(r, 403, /Origin/);
+      // The status page and its endpoints are no exception.
+      for (const p of ['/', '/events', '/health'])
+        jsonError(await d.get(p, { Origin: origin }), 403, /Origin/);
     }
     assert.equal(existsSync(path.join(d.workspace, 'o.txt')), false);
-    const ok = await d.call('list_dir', {}, { Origin: `http://127.0.0.1:${d.port}` });
+    // A browser's tool call (it sends Origin) needs the token only the page's own HTML has.
+    const own = `http://127.0.0.1:${d.port}`;
+    jsonError(await d.call('list_dir', {}, { Origin: own }), 403, /page's token/);
+    jsonError(await d.call('list_dir', {}, { Origin: own, 'X-Runbox-Page-Token': 'f'.repeat(32) }),
+              403, /page's token/);
+    const page = await d.get('/');
+    const token = /<meta name="runbox-page-token" content="([0-9a-f]{32})">/.exec(page.text)[1];
+    const ok = await d.call('list_dir', {}, { Origin: own, 'X-Runbox-Page-Token': token });
     assert.equal(ok.status, 200);
+    // Requests a browser marks as coming from another site are refused even without Origin
+    // (<script src>, <iframe>): Sec-Fetch-Site.
+    jsonError(await d.get('/health', { 'Sec-Fetch-Site': 'cross-site' }), 403, /another site/);
+    jsonError(await d.get('/', { 'Sec-Fetch-Site': 'same-site', 'Sec-Fetch-Dest': 'iframe',
+                                 'Sec-Fetch-Mode': 'navigate' }), 403, /another site/);
+    // Following a link to the page is fine; the page then runs on its own origin.
+    const nav = await d.get('/', { 'Sec-Fetch-Site': 'cross-site', 'Sec-Fetch-Dest': 'document',
+                                   'Sec-Fetch-Mode': 'navigate' });
+    assert.equal(nav.status, 200);
+    assert.equal(nav.headers['x-frame-options'], 'DENY');
+    const csp = nav.headers['content-security-policy'];
+    assert.match(csp, /frame-ancestors 'none'/);
+    // The page's style and script are in it, allowed by a nonce; nothing else may run.
+    const nonce = /script-src 'nonce-([0-9a-f]{32})'/.exec(csp)[1];
+    assert.ok(nav.text.includes(`<script nonce="${nonce}">`));
+    assert.ok(!/<script(?![^>]*nonce)/.test(nav.text), 'every script has the nonce');
   });
 
   test('a text/plain body is refused with 415; charset parameters are fine', async () => {
@@ -214,7 +244,10 @@ describe('HTTP checks', () => {
 
   test('unknown paths are 404 and wrong methods 405 with Allow, both JSON', async () => {
     jsonError(await d.get('/nope'), 404, /POST \/tool\/<name>/);
-    jsonError(await d.get('/'), 404);
+    const page = await d.get('/');
+    assert.equal(page.status, 200, 'GET / is the status page');
+    assert.match(page.headers['content-type'], /^text\/html/);
+    jsonError(await request(d.port, '/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' }), 405);
     const r = await request(d.port, '/tool/read_file', { method: 'GET' });
     jsonError(r, 405, /POST/);
     assert.equal(r.headers.allow, 'POST');

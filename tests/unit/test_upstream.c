@@ -116,11 +116,29 @@ START_TEST(test_upstream_other_status_names_it)
     map_http(404, "{\"ok\":false,\"error\":\"unknown tool: nope\"}");
     ck_assert_str_eq(ans.error, "runboxd answered HTTP 404: unknown tool: nope");
     upstream_answer_cleanup(&ans);
-    map_http(500, "internal\x01 failure\n");
-    ck_assert_str_eq(ans.error, "runboxd answered HTTP 500: internal  failure ");
+    map_http(500, "{\"ok\":false}");
+    ck_assert_str_eq(ans.error, "runboxd answered HTTP 500: {\"ok\":false}");
+}
+END_TEST
+
+/* A body runboxd never sends (not a JSON object with "ok") is another program on the port:
+ * the message says so, quotes it, and says what to do (issue 13). */
+START_TEST(test_upstream_foreign_server_is_named)
+{
+    map_http(501, "<!DOCTYPE HTML>\n<html><body>Unsupported method</body></html>");
+    ck_assert_str_eq(ans.error, "something else answers on 127.0.0.1:7766 \xe2\x80\x94 not runboxd "
+                                "(HTTP 501: <!DOCTYPE HTML> <html><body>Unsupported method</body>"
+                                "</html>); stop it or set DAEMON_URL to where runboxd listens");
+    upstream_answer_cleanup(&ans);
+    map_http(200, "{\"result\":1}");
+    ck_assert_ptr_nonnull(strstr(ans.error, "not runboxd (HTTP 200: {\"result\":1})"));
     upstream_answer_cleanup(&ans);
     map_http(502, "");
-    ck_assert_str_eq(ans.error, "runboxd answered HTTP 502: (empty body)");
+    ck_assert_ptr_nonnull(strstr(ans.error, "not runboxd (HTTP 502: (empty body))"));
+    ck_assert(upstream_is_runboxd_body("{\"ok\":true,\"x\":1}", 17));
+    ck_assert(upstream_is_runboxd_body("{\"ok\":false,\"error\":\"e\"}", 24));
+    ck_assert(!upstream_is_runboxd_body("{\"ok\":1}", 8));
+    ck_assert(!upstream_is_runboxd_body("<html>", 6));
 }
 END_TEST
 
@@ -222,6 +240,7 @@ static Suite *upstream_suite(void)
     tcase_add_test(http, test_upstream_400_joins_details);
     tcase_add_test(http, test_upstream_400_without_details);
     tcase_add_test(http, test_upstream_other_status_names_it);
+    tcase_add_test(http, test_upstream_foreign_server_is_named);
     tcase_add_test(http, test_upstream_excerpt_is_cut_and_clean);
     suite_add_tcase(s, http);
 
