@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "api.h"
 #include "bridge.h"
 #include "call.h"
@@ -547,6 +549,9 @@ int main(int argc, char *argv[])
     int status;
 
     log_init("runboxd");
+    /* Before any thread: the registry's HTTP clients use libcurl (one easy handle per
+     * thread). */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     status = setup_config(&cfg, argc, argv);
     if (status < 0) {
         /* The tools served: a --tools profile of the built-in catalog. */
@@ -603,5 +608,6 @@ out:
     console_free(console);
     vfs_free(v);
     config_cleanup(&cfg);
+    curl_global_cleanup();
     return status;
 }

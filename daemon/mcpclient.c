@@ -95,6 +95,7 @@ struct mcpclient {
     int64_t last_error_at, ready_at;
     unsigned restarts;
     long pid; /* a stdio child, or 0 */
+    int hint; /* the transport's, across connections */
     char stderr_tail[MCPCLIENT_STDERR_KEEP][240];
     unsigned stderr_count;
     double tokens;
@@ -991,6 +992,46 @@ void mcpclient__set_pid(struct mcpclient *c, long pid)
 {
     pthread_mutex_lock(&c->mu);
     c->pid = pid;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void mcpclient__reset(struct mcpclient *c)
+{
+    struct pending *keep = NULL, *p;
+
+    pthread_mutex_lock(&c->mu);
+    while (c->pending) {
+        p = c->pending;
+        c->pending = p->next;
+        if (p->waiter) {
+            p->next = keep;
+            keep = p;
+        } else {
+            free_internal(p);
+        }
+    }
+    c->pending = keep;
+    clear_queue_locked(c);
+    c->handshake_failed = false;
+    c->protocol[0] = '\0';
+    c->modern = false;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int mcpclient__hint(struct mcpclient *c)
+{
+    int h;
+
+    pthread_mutex_lock(&c->mu);
+    h = c->hint;
+    pthread_mutex_unlock(&c->mu);
+    return h;
+}
+
+void mcpclient__set_hint(struct mcpclient *c, int hint)
+{
+    pthread_mutex_lock(&c->mu);
+    c->hint = hint;
     pthread_mutex_unlock(&c->mu);
 }
 

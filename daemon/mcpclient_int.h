@@ -66,6 +66,14 @@ const char *mcpclient__protocol(struct mcpclient *c);
 /* The stdio child's pid (0 when it is gone), for the status. */
 void mcpclient__set_pid(struct mcpclient *c, long pid);
 
+/* The handshake starts over on another wire (Streamable HTTP falling back to legacy SSE):
+ * the internal requests and the queue are dropped; call mcpclient__opened() again. */
+void mcpclient__reset(struct mcpclient *c);
+
+/* A transport's memory across connections (which wire a URL speaks): 0 until set. */
+int mcpclient__hint(struct mcpclient *c);
+void mcpclient__set_hint(struct mcpclient *c, int hint);
+
 /* Waits up to ms for mcpclient_stop (the back-off and transports' retry waits): true when
  * stopping. */
 bool mcpclient__sleep(struct mcpclient *c, int ms);
