@@ -4,7 +4,9 @@
 // server offers (echo, a slow call that reports progress and notices cancellation, a tool that
 // adds a tool, a huge answer).
 import { WebSocketServer } from 'ws';
+import { pathToFileURL } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 
 // The SDK's Transport over one accepted WebSocket.
@@ -47,6 +49,10 @@ export function testServer(name, events = {}) {
         await extra.sendNotification({ method: 'notifications/progress',
           params: { progressToken: token, progress: 1, total: 2, message: 'started' } });
       events.started?.(name);
+      if (events.gate) {
+        await events.gate(name);
+        return { content: [{ type: 'text', text: `${name}: through the gate` }] };
+      }
       await new Promise((resolve) => {
         const t = setTimeout(resolve, ms);
         extra.signal.addEventListener('abort', () => { clearTimeout(t); events.cancelled?.(name); resolve(); });
@@ -77,4 +83,16 @@ export async function startWsServer(name, events = {}) {
     url: `ws://127.0.0.1:${wss.address().port}/`,
     close: () => new Promise((resolve) => { for (const c of wss.clients) c.terminate(); wss.close(resolve); }),
   };
+}
+
+// As a program: `node mcpservers.mjs stdio NAME` serves the test tools over stdio, and says
+// on stderr when a slow call starts or sees its cancellation (the console shows it).
+if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === 'stdio') {
+  const name = process.argv[3] || 'stdio';
+  const server = testServer(name, {
+    started: () => console.error(`${name}: slow call started`),
+    cancelled: () => console.error(`${name}: slow call cancelled`),
+  });
+  await server.connect(new StdioServerTransport());
+  console.error(`${name}: serving on stdio`);
 }
