@@ -484,8 +484,8 @@ int config_apply_file(struct config *cfg, const char *path, const char *text, st
         goto out;
     }
     if (!cJSON_IsObject(root)) {
-        errinfo_set(err, ERR_INVALID, "%s: expected a JSON object with keys %s, got %s", path,
-                    file_keys, json_type_name(root));
+        errinfo_set(err, ERR_INVALID, "%s: expected a JSON object, got %s (its keys: %s)", path,
+                    json_type_name(root), file_keys);
         goto out;
     }
     for (const cJSON *item = root->child; item; item = item->next)
