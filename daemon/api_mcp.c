@@ -494,11 +494,11 @@ struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *e
     /* List changes of resources and updates of subscribed ones are told (watch.c); the tools
      * and prompts lists do not change. */
     struct mcp_server_info info = {.name = "runboxd",
-                                         .version = RUNBOX_VERSION,
-                                         .instructions = instructions,
-                                         .notifies = opt->tools && opt->tools->watch
-                                                         ? MCP_NOTIFY_RESOURCES | MCP_NOTIFY_UPDATES
-                                                         : 0};
+                                   .version = RUNBOX_VERSION,
+                                   .instructions = instructions,
+                                   .notifies = opt->tools && opt->tools->watch
+                                                   ? MCP_NOTIFY_RESOURCES | MCP_NOTIFY_UPDATES
+                                                   : 0};
     struct api_mcp *a = calloc(1, sizeof(*a));
     struct mcp_http_options hopt = {
         .mcp_path = "/mcp",
