@@ -68,39 +68,38 @@ struct mcpclient {
     struct mcpclient_options opt;
     const struct registry_spec *spec;
     const struct mcpclient_transport *tr;
-    int wake_fd;
     pthread_t thread;
-    bool started;
-
     pthread_mutex_t mu; /* guards everything below */
-    bool stopping;
     pthread_cond_t stop_cond;
-    enum mcpclient_state state;
-    unsigned gen; /* connection number */
     struct pending *pending;
     uint64_t next_id;
     struct outmsg *out_head, *out_tail;
     size_t out_bytes;
     cJSON *tools, *prompts, *resources;
-    char protocol[16];
-    bool modern;
     cJSON *caps;       /* the server's capabilities */
     char *server_name; /* serverInfo */
     char *server_version;
-    bool handshake_failed;
-    char handshake_why[400];
     int64_t handshake_deadline;
-    unsigned lists_pending; /* during the handshake */
-    char last_error[1024];
     int64_t last_error_at, ready_at;
-    unsigned restarts;
-    long pid; /* a stdio child, or 0 */
-    int hint; /* the transport's, across connections */
-    char stderr_tail[MCPCLIENT_STDERR_KEEP][240];
-    unsigned stderr_count;
-    double tokens;
     int64_t tokens_at;
     uint64_t stderr_dropped;
+    double tokens;
+    long pid; /* a stdio child, or 0 */
+    enum mcpclient_state state;
+    unsigned gen;           /* connection number */
+    unsigned lists_pending; /* during the handshake */
+    unsigned restarts;
+    unsigned stderr_count;
+    int hint; /* the transport's, across connections */
+    int wake_fd;
+    bool started;
+    bool stopping;
+    bool modern;
+    bool handshake_failed;
+    char protocol[16];
+    char handshake_why[400];
+    char last_error[1024];
+    char stderr_tail[MCPCLIENT_STDERR_KEEP][240];
 };
 
 /* ---- small helpers ---- */
@@ -1096,8 +1095,8 @@ static void connection_ended(struct mcpclient *c, const struct errinfo *why)
         p = c->pending;
         c->pending = p->next;
         if (p->waiter) {
-            errinfo_set(&p->err, why->kind == ERR_CANCELLED ? ERR_UNAVAILABLE : ERR_UNAVAILABLE,
-                        "%s", why->kind == ERR_CANCELLED ? "runboxd is stopping" : c->last_error);
+            errinfo_set(&p->err, ERR_UNAVAILABLE, "%s",
+                        why->kind == ERR_CANCELLED ? "runboxd is stopping" : c->last_error);
             p->done = true;
             pthread_cond_broadcast(&p->cond);
         } else {
@@ -1365,10 +1364,7 @@ static int wait_for(struct mcpclient *c, struct pending *p, const char *method, 
     while (p->delivering)
         pthread_cond_wait(&p->cond, &c->mu);
     pthread_mutex_unlock(&c->mu);
-    if (rc == 0)
-        wake(c);
-    else
-        wake(c); /* the cancellation, if any, goes out now */
+    wake(c); /* the cancellation, if any, goes out now */
     return rc;
 }
 

@@ -31,7 +31,7 @@
 #include "tools.h"
 
 #define HEAD_MAX  (16u << 10)
-#define READ_SIZE (64u << 10)
+#define READ_SIZE ((size_t)64 << 10)
 #define KEEP_EDGE 1024
 #define WS_GUID   "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -136,7 +136,7 @@ static int parse_url(struct ws *w, const char *url, struct errinfo *why)
         snprintf(w->host, sizeof(w->host), "%.*s", (int)hl, p);
     }
     if (colon)
-        w->port = atoi(colon + 1);
+        w->port = (int)strtol(colon + 1, NULL, 10);
     snprintf(w->path, sizeof(w->path), "%s", *end == '/' ? end : "/");
     if (*end == '?')
         snprintf(w->path, sizeof(w->path), "/%s", end);

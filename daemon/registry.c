@@ -800,14 +800,17 @@ int registry_get_prompt(struct registry *r, const char *name, const cJSON *args,
     char *orig = NULL;
     int rc;
 
-    for (size_t i = 0; i < h->nprompts && !s; i++)
+    for (size_t i = 0; i < h->nprompts; i++)
         if (strcmp(h->prompts[i].name, name) == 0) {
             s = &r->servers[h->prompts[i].server];
             orig = strdup(h->prompts[i].orig);
+            break;
         }
     registry_unhold(h);
-    if (!s)
+    if (!s) {
+        free(orig); /* NULL: nothing was found */
         return 0;
+    }
     params = cJSON_CreateObject();
     cJSON_AddStringToObject(params, "name", orig ? orig : name);
     if (cJSON_IsObject(args))
@@ -829,14 +832,17 @@ int registry_read_resource(struct registry *r, const char *uri, cJSON **out, str
     char *orig = NULL;
     int rc;
 
-    for (size_t i = 0; i < h->nresources && !s; i++)
+    for (size_t i = 0; i < h->nresources; i++)
         if (strcmp(h->resources[i].name, uri) == 0) {
             s = &r->servers[h->resources[i].server];
             orig = strdup(h->resources[i].orig);
+            break;
         }
     registry_unhold(h);
-    if (!s)
+    if (!s) {
+        free(orig); /* NULL: nothing was found */
         return 0;
+    }
     params = cJSON_CreateObject();
     cJSON_AddStringToObject(params, "uri", orig ? orig : uri);
     rc = mcpclient_request(s->mc, "resources/read", params, NULL, 0, out, err);
