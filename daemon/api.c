@@ -414,22 +414,24 @@ static int parse_args(struct mg_connection *conn, const char *body, size_t len, 
     return 0;
 }
 
-/* Sends {"ok":true,"id":id,"result":...[,"structured":...]} (res), or
- * {"ok":false,"id":id,"error":error[,"timeout":true]}. */
-/* The body of a tool answer: {"ok":true,"id","result","structured"?} for a result, or
- * {"ok":false,"id","error","timeout"?} for a failure. Returns 0 or -1 with err. */
+/* The body of a tool answer: {"ok":true,"id","result","structured"?,"mcp_result"?} for a
+ * result (res without error), or {"ok":false,"id","error","timeout"?,"mcp_result"?} for a
+ * failure (error set). mcp_result is an external server's whole CallToolResult (res given), also
+ * on a failure when the server said isError, so that runbox can pass it on as /mcp does.
+ * Returns 0 or -1 with err. */
 static int build_tool_answer(struct jsonbuf *b, const char *id, const struct tools_result *res,
                              const char *error, bool timeout, struct errinfo *err)
 {
+    bool ok = res && !error;
     int rc = 0;
 
     jsonbuf_init(b, API_RESPONSE_MAX);
     if (jsonbuf_reserve(b, (res ? res->len + res->len / 16 : 256) + 64, err) < 0)
         return -1;
-    rc |= jsonbuf_put(b, res ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", res ? 17 : 18,
+    rc |= jsonbuf_put(b, ok ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", ok ? 17 : 18,
                       err);
     rc |= jsonbuf_put(b, id, strlen(id), err);
-    if (res) {
+    if (ok) {
         rc |= jsonbuf_put(b, "\",\"result\":", 11, err);
         if (res->is_json)
             rc |= jsonbuf_put(b, res->data, res->len, err);
@@ -448,6 +450,10 @@ static int build_tool_answer(struct jsonbuf *b, const char *id, const struct too
         rc |= jsonbuf_put_json_string(b, error, strlen(error), err);
         if (timeout)
             rc |= jsonbuf_put(b, ",\"timeout\":true", 15, err);
+        if (res && res->call_result) {
+            rc |= jsonbuf_puts(b, ",\"mcp_result\":", err);
+            rc |= jsonbuf_puts(b, res->call_result, err);
+        }
     }
     rc |= jsonbuf_put(b, "}", 1, err);
     return rc ? -1 : 0;
@@ -651,8 +657,8 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
                                               err.kind == ERR_TIMEOUT);
     } else if (res.call_result && res.is_error) {
         /* An external server said isError: a tool failure, with its text as the error. */
-        status = streaming ? stream_answer(&ts, call_id(c), NULL, res.data, false)
-                           : send_tool_answer(conn, call_id(c), NULL, res.data, false);
+        status = streaming ? stream_answer(&ts, call_id(c), &res, res.data, false)
+                           : send_tool_answer(conn, call_id(c), &res, res.data, false);
     } else {
         status = streaming ? stream_answer(&ts, call_id(c), &res, NULL, false)
                            : send_tool_answer(conn, call_id(c), &res, NULL, false);

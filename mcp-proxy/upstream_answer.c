@@ -125,6 +125,8 @@ static int map_http(const struct upstream_reply *r, struct upstream_answer *out)
     cJSON *doc = cJSON_ParseWithLength(r->body, r->body_len);
     const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
 
+    if (r->status == 200 && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "mcp_result")))
+        out->mcp_result = cJSON_DetachItemFromObjectCaseSensitive(doc, "mcp_result");
     if (r->status == 200 && cJSON_IsTrue(ok)) {
         out->ok = true;
         out->result = cJSON_DetachItemFromObjectCaseSensitive(doc, "result");
@@ -185,6 +187,7 @@ void upstream_answer_cleanup(struct upstream_answer *a)
         return;
     cJSON_Delete(a->result);
     cJSON_Delete(a->structured);
+    cJSON_Delete(a->mcp_result);
     free(a->error);
     memset(a, 0, sizeof(*a));
 }

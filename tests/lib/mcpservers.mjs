@@ -64,6 +64,8 @@ export function testServer(name, events = {}) {
       server.registerTool(tool, { description: 'Added' }, async () => ({ content: [{ type: 'text', text: `${name}: ${tool} ran` }] }));
       return { content: [{ type: 'text', text: 'added' }] };
     });
+  server.registerTool('fail', { description: 'Answers isError', inputSchema: { why: z.string() } },
+    async ({ why }) => ({ content: [{ type: 'text', text: `${name}: failed: ${why}` }], isError: true }));
   server.registerTool('huge', { description: 'Answers n megabytes', inputSchema: { mb: z.number() } },
     async ({ mb }) => ({ content: [{ type: 'text', text: 'x'.repeat(mb * 1024 * 1024) }] }));
   return server;
