@@ -406,8 +406,8 @@ if [[ "$SKIP_EXTRA" != 1 ]]; then
   fi
   if [[ -f "$REPO/tests/node_modules/mcp-hub/package.json" ]]; then
     wait_quiet
-    log "external MCP servers: echo through runboxd and mcp-hub, 10 upstreams (machine ${QUIET_SEEN}% busy before)"
-    RUNBOXD="$RUNBOXD" node "$HERE/registry-bench.mjs" >"$RESULTS_DIR/registry.txt" 2>&1 ||
+    log "external MCP servers: echo through runbox, runboxd and mcp-hub, 10 upstreams (machine ${QUIET_SEEN}% busy before)"
+    RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/registry-bench.mjs" >"$RESULTS_DIR/registry.txt" 2>&1 ||
       log "registry benchmark failed: $(tail -c 600 "$RESULTS_DIR/registry.txt")"
     grep '^{' "$RESULTS_DIR/registry.txt" >>"$EXTRA_OUT" || true
   else
