@@ -36,6 +36,7 @@ struct served {
 struct registry_hold {
     atomic_int refs;
     struct catalog *cat; /* the external tools */
+    bool *ready;         /* per server: ready when this snapshot was built (its tools are in) */
     struct served *prompts;
     size_t nprompts;
     cJSON *prompt_list; /* served prompts/list entries */
@@ -69,6 +70,7 @@ struct registry {
 static void hold_free(struct registry_hold *h)
 {
     catalog_free(h->cat);
+    free(h->ready);
     for (size_t i = 0; i < h->nprompts; i++) {
         free(h->prompts[i].name);
         free(h->prompts[i].orig);
@@ -339,7 +341,11 @@ static struct registry_hold *build(struct registry *r)
     struct errinfo err = {0};
     cJSON *doc = cJSON_CreateObject(), *tools;
 
-    if (!h || !doc) {
+    if (h)
+        h->ready = calloc(r->n + 1, sizeof(*h->ready));
+    if (!h || !doc || !h->ready) {
+        if (h)
+            free(h->ready);
         free(h);
         cJSON_Delete(doc);
         return NULL;
@@ -352,6 +358,7 @@ static struct registry_hold *build(struct registry *r)
     for (size_t i = 0; i < r->n; i++) {
         if (!r->servers[i].mc || mcpclient_state(r->servers[i].mc) != MCPCLIENT_READY)
             continue;
+        h->ready[i] = true;
         add_tools(r, i, tools, &taken, tools);
         add_prompts(r, i, h, &taken);
         add_resources(r, i, h, &uris);
@@ -730,15 +737,30 @@ int registry_run(struct registry *r, struct call *c, const struct catalog_tool *
 
 /* ---- state ---- */
 
+/* A server's state as clients may rely on it: "ready" only once the snapshot serves its tools
+ * (between its handshake and the rebuild that follows, it is still connecting). */
+static enum mcpclient_state served_state(struct registry *r, const struct registry_hold *h,
+                                         size_t i)
+{
+    enum mcpclient_state st = mcpclient_state(r->servers[i].mc);
+
+    if (r->servers[i].spec.error)
+        return MCPCLIENT_FAILED;
+    return st == MCPCLIENT_READY && !h->ready[i] ? MCPCLIENT_CONNECTING : st;
+}
+
 cJSON *registry_status_json(struct registry *r)
 {
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "servers");
+    struct registry_hold *h = take_hold(r);
 
     for (size_t i = 0; i < r->n; i++) {
         cJSON *st = mcpclient_status_json(r->servers[i].mc);
 
         if (!st)
             continue;
+        if (served_state(r, h, i) == MCPCLIENT_CONNECTING)
+            cJSON_ReplaceItemInObjectCaseSensitive(st, "state", cJSON_CreateString("connecting"));
         if (r->servers[i].spec.error)
             cJSON_ReplaceItemInObjectCaseSensitive(st, "state", cJSON_CreateString("failed"));
         if (r->servers[i].spec.error)
@@ -749,25 +771,26 @@ cJSON *registry_status_json(struct registry *r)
         pthread_mutex_unlock(&r->mu);
         cJSON_AddItemToArray(arr, st);
     }
+    registry_unhold(h);
     return o;
 }
 
 cJSON *registry_health_json(struct registry *r)
 {
     cJSON *o = cJSON_CreateObject(), *servers = cJSON_CreateObject();
+    struct registry_hold *h = take_hold(r);
     size_t ready = 0;
 
     for (size_t i = 0; i < r->n; i++) {
-        enum mcpclient_state st = mcpclient_state(r->servers[i].mc);
+        enum mcpclient_state st = served_state(r, h, i);
 
-        if (r->servers[i].spec.error)
-            st = MCPCLIENT_FAILED;
         ready += st == MCPCLIENT_READY;
         cJSON_AddStringToObject(servers, r->servers[i].spec.name, mcpclient_state_name(st));
     }
     cJSON_AddNumberToObject(o, "configured", (double)r->n);
     cJSON_AddNumberToObject(o, "ready", (double)ready);
     cJSON_AddItemToObject(o, "servers", servers);
+    registry_unhold(h);
     return o;
 }
 
