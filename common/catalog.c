@@ -430,7 +430,10 @@ char *catalog__tools_json(const struct catalog *cat)
 
             if (!item)
                 continue;
-            if (!is_input && strcmp(shown[k], "annotations") != 0) {
+            /* An external server's definitions are shown as it gave them (as /mcp shows them,
+             * and runbox validates with what it lists). */
+            if ((!is_input && strcmp(shown[k], "annotations") != 0) ||
+                cat->tools[i].route == CATALOG_ROUTE_EXTERNAL) {
                 if (!cJSON_AddItemReferenceToObject(obj, shown[k], item))
                     goto out;
                 continue;

@@ -14,8 +14,8 @@
  * When: the first request of the client that concerns tools (tools/list, tools/call) starts the
  * first GET /tools, and that line and every later one wait until it ends, so the first list
  * already has the external tools (initialize, pings and notifications before it are handled at
- * once: runbox still answers initialize without loading libcurl), FIRST_WAIT_MS at most: a
- * daemon that does not answer holds nobody up. After that a GET /tools runs
+ * once: runbox still answers initialize without loading libcurl), FIRST_WAIT_MS (30 s) at
+ * most: a daemon that never answers holds nobody up for good. After that a GET /tools runs
  * whenever runboxd says its tools changed (list_changed on GET /events, which is followed from
  * the first answer on), whenever that stream (re)starts (a restarted daemon may serve other
  * tools; a change between the first GET /tools and the stream is caught too), when autostart
@@ -38,7 +38,10 @@
 #include "upstream.h"
 
 #define FETCH_TIMEOUT_MS 30000L /* one GET /tools */
-#define FIRST_WAIT_MS    5000   /* how long the client's lines wait for the first list at most */
+/* How long the client's lines wait for the first list at most: as long as the request may
+ * take, so that a daemon slow to answer (a loaded machine) is still waited for, while one that
+ * never answers holds nobody up for good. */
+#define FIRST_WAIT_MS ((int)FETCH_TIMEOUT_MS)
 #define CANDIDATES_MAX   400    /* bytes of an ambiguous name's candidate list */
 
 enum { TOOLS_IDLE, TOOLS_FIRST, TOOLS_LIVE };
