@@ -41,8 +41,8 @@
 /* How long the client's lines wait for the first list at most: as long as the request may
  * take, so that a daemon slow to answer (a loaded machine) is still waited for, while one that
  * never answers holds nobody up for good. */
-#define FIRST_WAIT_MS ((int)FETCH_TIMEOUT_MS)
-#define CANDIDATES_MAX   400    /* bytes of an ambiguous name's candidate list */
+#define FIRST_WAIT_MS  ((int)FETCH_TIMEOUT_MS)
+#define CANDIDATES_MAX 400 /* bytes of an ambiguous name's candidate list */
 
 enum { TOOLS_IDLE, TOOLS_FIRST, TOOLS_LIVE };
 
