@@ -148,23 +148,29 @@ static int check_tool_schema(const cJSON *schema, const char *key, const struct 
     return 0;
 }
 
-static int parse_route(const cJSON *route, enum catalog_route *out)
+/* The built-in catalog routes "local" or "studio"; an external one only "external". */
+static int parse_route(const cJSON *route, bool external, enum catalog_route *out)
 {
     if (!cJSON_IsString(route))
         return -1;
-    if (strcmp(route->valuestring, "local") == 0)
+    if (external)
+        *out = CATALOG_ROUTE_EXTERNAL;
+    else if (strcmp(route->valuestring, "local") == 0)
         *out = CATALOG_ROUTE_LOCAL;
     else if (strcmp(route->valuestring, "studio") == 0)
         *out = CATALOG_ROUTE_STUDIO;
     else
         return -1;
-    return 0;
+    return external && strcmp(route->valuestring, "external") != 0 ? -1 : 0;
 }
 
-/* "budget": absent (a Studio tool is long, any other none), "long" or "search". */
+/* "budget": absent (a Studio tool is long, an external one external, any other none), "long",
+ * "search" or "external". */
 static int parse_budget(const cJSON *budget, enum catalog_route route, enum catalog_budget *out)
 {
-    *out = route == CATALOG_ROUTE_STUDIO ? CATALOG_BUDGET_LONG : CATALOG_BUDGET_NONE;
+    *out = route == CATALOG_ROUTE_STUDIO     ? CATALOG_BUDGET_LONG
+           : route == CATALOG_ROUTE_EXTERNAL ? CATALOG_BUDGET_EXTERNAL
+                                             : CATALOG_BUDGET_NONE;
     if (!budget)
         return 0;
     if (!cJSON_IsString(budget))
@@ -173,6 +179,8 @@ static int parse_budget(const cJSON *budget, enum catalog_route route, enum cata
         *out = CATALOG_BUDGET_LONG;
     else if (strcmp(budget->valuestring, "search") == 0)
         *out = CATALOG_BUDGET_SEARCH;
+    else if (strcmp(budget->valuestring, "external") == 0)
+        *out = CATALOG_BUDGET_EXTERNAL;
     else
         return -1;
     return 0;
@@ -194,6 +202,44 @@ static bool host_tools_ok(const cJSON *arr)
             return false;
     }
     return true;
+}
+
+/* An external tool (catalog_new_external): what an MCP client needs is checked, what the
+ * server chose (annotation names, schema keywords) is kept as it is. */
+static int load_external_tool(const cJSON *obj, struct where *w, struct catalog_tool *t,
+                              struct errinfo *err)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
+    const cJSON *ann;
+
+    if (!cJSON_IsObject(obj) || !cJSON_IsString(name) ||
+        !catalog_is_valid_name(name->valuestring)) {
+        fail(err, w, "each tool must be an object whose name matches [A-Za-z0-9_.-]{1,128}");
+        return -1;
+    }
+    w->tool = name->valuestring;
+    t->name = name->valuestring;
+    t->group = w->group;
+    t->tool = obj;
+    t->input_schema = cJSON_GetObjectItemCaseSensitive(obj, "inputSchema");
+    t->output_schema = cJSON_GetObjectItemCaseSensitive(obj, "outputSchema");
+    if (!cJSON_IsObject(t->input_schema)) {
+        fail(err, w, "inputSchema must be an object");
+        return -1;
+    }
+    if (t->output_schema && !cJSON_IsObject(t->output_schema))
+        t->output_schema = NULL;
+    ann = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
+    t->read_only = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ann, "readOnlyHint"));
+    if (parse_route(cJSON_GetObjectItemCaseSensitive(obj, "route"), true, &t->route) != 0) {
+        fail(err, w, "route must be \"external\"");
+        return -1;
+    }
+    if (parse_budget(cJSON_GetObjectItemCaseSensitive(obj, "budget"), t->route, &t->budget) != 0) {
+        fail(err, w, "budget must be \"long\", \"search\" or \"external\"");
+        return -1;
+    }
+    return 0;
 }
 
 /* Checks one tool object and fills *t (borrowing from the document). */
@@ -238,12 +284,16 @@ static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, 
         return -1;
     ro = ann ? cJSON_GetObjectItemCaseSensitive(ann, "readOnlyHint") : NULL;
     t->read_only = cJSON_IsTrue(ro);
-    if (parse_route(cJSON_GetObjectItemCaseSensitive(obj, "route"), &t->route) != 0) {
+    if (parse_route(cJSON_GetObjectItemCaseSensitive(obj, "route"), false, &t->route) != 0) {
         fail(err, w, "route must be \"local\" or \"studio\"");
         return -1;
     }
     if (parse_budget(cJSON_GetObjectItemCaseSensitive(obj, "budget"), t->route, &t->budget) != 0) {
-        fail(err, w, "budget must be \"long\" or \"search\"");
+        fail(err, w, "budget must be \"long\", \"search\" or \"external\"");
+        return -1;
+    }
+    if (t->budget == CATALOG_BUDGET_EXTERNAL) {
+        fail(err, w, "budget \"external\" is for the tools of external MCP servers only");
         return -1;
     }
     t->host_tools = cJSON_GetObjectItemCaseSensitive(obj, "hostTools");
@@ -359,8 +409,8 @@ cJSON *catalog__listed_annotations(const cJSON *ann)
  * the listed forms of the input schema and the annotations. */
 char *catalog__tools_json(const struct catalog *cat)
 {
-    static const char *const shown[] = {"name",        "title",       "description",
-                                        "inputSchema", "annotations", "outputSchema"};
+    static const char *const shown[] = {"name",        "title",        "description", "inputSchema",
+                                        "annotations", "outputSchema", "_meta"};
     cJSON *arr = cJSON_CreateArray();
     char *out = NULL;
 
@@ -380,7 +430,10 @@ char *catalog__tools_json(const struct catalog *cat)
 
             if (!item)
                 continue;
-            if (!is_input && strcmp(shown[k], "annotations") != 0) {
+            /* An external server's definitions are shown as it gave them (as /mcp shows them,
+             * and runbox validates with what it lists). */
+            if ((!is_input && strcmp(shown[k], "annotations") != 0) ||
+                cat->tools[i].route == CATALOG_ROUTE_EXTERNAL) {
                 if (!cJSON_AddItemReferenceToObject(obj, shown[k], item))
                     goto out;
                 continue;
@@ -467,6 +520,20 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, siz
     return 0;
 }
 
+static int sort_and_check(struct catalog *cat, struct errinfo *err)
+{
+    qsort(cat->tools, cat->ntools, sizeof(*cat->tools), compare_tools);
+    for (size_t i = 1; i < cat->ntools; i++) {
+        if (strcmp(cat->tools[i - 1].name, cat->tools[i].name) == 0) {
+            errinfo_set(err, ERR_INVALID,
+                        "catalog: tool \"%s\" is defined twice (groups \"%s\" and \"%s\")",
+                        cat->tools[i].name, cat->tools[i - 1].group, cat->tools[i].group);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err)
 {
     struct catalog *cat = calloc(1, sizeof(*cat));
@@ -480,15 +547,8 @@ struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *e
     }
     if (load_docs(cat, docs, n, &profiles, err) != 0)
         goto fail;
-    qsort(cat->tools, cat->ntools, sizeof(*cat->tools), compare_tools);
-    for (size_t i = 1; i < cat->ntools; i++) {
-        if (strcmp(cat->tools[i - 1].name, cat->tools[i].name) == 0) {
-            errinfo_set(err, ERR_INVALID,
-                        "catalog: tool \"%s\" is defined twice (groups \"%s\" and \"%s\")",
-                        cat->tools[i].name, cat->tools[i - 1].group, cat->tools[i].group);
-            goto fail;
-        }
-    }
+    if (sort_and_check(cat, err) != 0)
+        goto fail;
     if (profiles < n && catalog__load_profiles(cat, cat->docs[profiles], profiles, err) != 0)
         goto fail;
     cat->tools_json = catalog__tools_json(cat);
@@ -498,6 +558,53 @@ struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *e
     }
     if (catalog__build_instructions(cat, err) != 0)
         goto fail;
+    return cat;
+fail:
+    catalog_free(cat);
+    return NULL;
+}
+
+struct catalog *catalog_new_external(cJSON *doc, struct errinfo *err)
+{
+    struct catalog *cat = calloc(1, sizeof(*cat));
+    const cJSON *group = cJSON_GetObjectItemCaseSensitive(doc, "group");
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(doc, "tools"), *t;
+    struct where w = {0};
+
+    if (cat)
+        cat->docs = calloc(1, sizeof(*cat->docs));
+    if (!cat || !cat->docs) {
+        free(cat);
+        cJSON_Delete(doc);
+        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+        return NULL;
+    }
+    cat->docs[0] = doc;
+    cat->ndocs = 1;
+    if (!cJSON_IsString(group) || !cJSON_IsArray(tools)) {
+        fail(err, &w, "must be an object {\"group\": string, \"tools\": array}");
+        goto fail;
+    }
+    w.group = group->valuestring;
+    cat->tools = calloc((size_t)cJSON_GetArraySize(tools) + 1, sizeof(*cat->tools));
+    if (!cat->tools) {
+        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+        goto fail;
+    }
+    cJSON_ArrayForEach(t, tools)
+    {
+        if (load_external_tool(t, &w, &cat->tools[cat->ntools], err) != 0)
+            goto fail;
+        cat->ntools++;
+        w.tool = NULL;
+    }
+    if (sort_and_check(cat, err) != 0)
+        goto fail;
+    cat->tools_json = catalog__tools_json(cat);
+    if (!cat->tools_json) {
+        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
+        goto fail;
+    }
     return cat;
 fail:
     catalog_free(cat);

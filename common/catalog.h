@@ -19,14 +19,22 @@
 
 #include "errinfo.h"
 
-enum catalog_route { CATALOG_ROUTE_LOCAL, CATALOG_ROUTE_STUDIO };
+/* Where a call goes: the daemon's own handler, the Studio plugin, or an external MCP server of
+ * the outbound registry (daemon/registry.h), whose tools only catalog_new_external() builds. */
+enum catalog_route { CATALOG_ROUTE_LOCAL, CATALOG_ROUTE_STUDIO, CATALOG_ROUTE_EXTERNAL };
 
 /* Which admission budget a call of the tool draws from (the call service's table): a quick call
  * from none; "long" for calls that may hold their worker for minutes (a foreground exec, kill,
  * every tool routed to Studio, which waits for the plugin); "search" for walks of the whole
- * workspace. Catalog key "budget": "long" | "search"; a Studio-routed tool is "long" unless it
- * says otherwise. */
-enum catalog_budget { CATALOG_BUDGET_NONE, CATALOG_BUDGET_LONG, CATALOG_BUDGET_SEARCH };
+ * workspace; "external" for calls to an external MCP server (a row of their own, so that one
+ * slow upstream cannot starve exec). Catalog key "budget": "long" | "search" | "external"; a
+ * Studio-routed tool is "long" and an external one "external" unless it says otherwise. */
+enum catalog_budget {
+    CATALOG_BUDGET_NONE,
+    CATALOG_BUDGET_LONG,
+    CATALOG_BUDGET_SEARCH,
+    CATALOG_BUDGET_EXTERNAL
+};
 
 struct catalog;      /* opaque */
 struct catalog_tool; /* opaque; borrowed from its catalog, valid as long as the catalog */
@@ -38,6 +46,14 @@ struct catalog_tool; /* opaque; borrowed from its catalog, valid as long as the 
 struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err);
 
 void catalog_free(struct catalog *cat); /* NULL is a no-op */
+
+/* Builds a catalog of external tools (the outbound registry's, or the ones GET /tools lists
+ * beside the built-in catalog) from one document {"group", "tools":[...]}, whose tools have
+ * route "external". Lenient where catalog_new() is strict, because an external server wrote
+ * these: title and description may be missing, annotations and schemas are kept as they are
+ * (schema_validate() checks what it knows and ignores the rest), and a tool may carry "_meta".
+ * Takes ownership of doc (freed on failure too). Returns an owned catalog or NULL with err. */
+struct catalog *catalog_new_external(cJSON *doc, struct errinfo *err);
 
 /* The compiled-in catalog (the JSON files in common/tools/). Never NULL: a broken compiled-in
  * catalog is a build bug, reported by the unit tests, and aborts with a message here. Never freed.
@@ -75,9 +91,9 @@ struct catalog *catalog_builtin_amended(const char *note, struct errinfo *err);
 cJSON *catalog_listed_schema(const cJSON *schema);
 
 /* The MCP tools/list "tools" array as compact JSON text: each tool with name, title,
- * description, inputSchema (its listed form, catalog_listed_schema), annotations and
- * outputSchema (when present); route and group are not shown. Built once, borrowed for the
- * catalog's lifetime. */
+ * description, inputSchema (its listed form, catalog_listed_schema; an external tool's as its
+ * server gave it), annotations, outputSchema and _meta (when present); route and group are not
+ * shown. Built once, borrowed for the catalog's lifetime. */
 const char *catalog_tools_json(const struct catalog *cat);
 
 struct mcp_server;

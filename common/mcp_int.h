@@ -92,6 +92,9 @@ struct mcp_server {
     mcp_handler_fn complete;
     void *complete_arg;
 
+    mcp_tool_resolver_fn resolve; /* a tools/call name no tool has (mcp_server_set_tool_resolver) */
+    void *resolve_arg;
+
     pthread_mutex_t sessions_mu;
     struct mcp_session *sessions; /* every open session, for the notifications */
 

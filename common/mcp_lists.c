@@ -303,6 +303,26 @@ static void on_tools_call(struct mcp_session *s, struct batch *batch, void *orig
     }
     pthread_rwlock_rdlock(&s->srv->lock);
     t = mcp__find_tool(s->srv, name->valuestring);
+    if (!t && s->srv->resolve) {
+        /* An alias: the resolver runs unlocked, then its answer is looked up as usual. */
+        mcp_tool_resolver_fn resolve = s->srv->resolve;
+        void *rarg = s->srv->resolve_arg;
+        char canonical[256], rwhy[512] = "";
+        int found;
+
+        pthread_rwlock_unlock(&s->srv->lock);
+        found = resolve(rarg, name->valuestring, canonical, sizeof(canonical), rwhy, sizeof(rwhy));
+        if (found < 0) {
+            mcp__reply_error(s, batch, origin, id, MCP_INVALID_PARAMS, NULL, "%s", rwhy);
+            goto drop;
+        }
+        pthread_rwlock_rdlock(&s->srv->lock);
+        if (found > 0) {
+            t = mcp__find_tool(s->srv, canonical);
+            if (t)
+                cJSON_SetValuestring((cJSON *)name, canonical);
+        }
+    }
     if (t) {
         facts = (struct tool_facts){.handler = t->handler,
                                     .arg = t->arg,

@@ -583,6 +583,14 @@ int mcp_server_set_prompt_provider(struct mcp_server *srv, mcp_handler_fn list, 
     return 0;
 }
 
+void mcp_server_set_tool_resolver(struct mcp_server *srv, mcp_tool_resolver_fn fn, void *arg)
+{
+    pthread_rwlock_wrlock(&srv->lock);
+    srv->resolve = fn;
+    srv->resolve_arg = arg;
+    pthread_rwlock_unlock(&srv->lock);
+}
+
 int mcp_server_set_completion(struct mcp_server *srv, mcp_handler_fn complete, void *arg,
                               struct errinfo *err)
 {

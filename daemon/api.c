@@ -40,6 +40,7 @@
 #include "log.h"
 #include "schema.h"
 #include "proc.h"
+#include "registry.h"
 #include "tools.h"
 #include "watch.h"
 #include "bridge.h"
@@ -248,6 +249,61 @@ static int put_mcp_status(struct api *a, struct jsonbuf *b)
     return rc;
 }
 
+/* ,"mcp_servers":{...}: the external servers' states (registry.h), or null. */
+static int put_registry_status(struct api *a, struct jsonbuf *b)
+{
+    cJSON *j = a->tools && a->tools->registry ? registry_health_json(a->tools->registry) : NULL;
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    int rc;
+
+    cJSON_Delete(j);
+    rc = jsonbuf_puts(b, ",\"mcp_servers\":", NULL);
+    rc |= jsonbuf_puts(b, text ? text : "null", NULL);
+    free(text);
+    return rc;
+}
+
+/* GET /mcp-servers: every external server's state. */
+static int handle_mcp_servers(struct api *a, struct mg_connection *conn)
+{
+    cJSON *j = a->tools && a->tools->registry ? registry_status_json(a->tools->registry)
+                                              : cJSON_Parse("{\"servers\":[]}");
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    int status = text ? api_send_json(conn, 200, text, strlen(text), NULL, NULL)
+                      : send_error(conn, 503, "out of memory");
+
+    cJSON_Delete(j);
+    free(text);
+    return status;
+}
+
+/* GET /tools: the catalog's tools, then the external servers' (their snapshot now). */
+static int handle_tools(struct api *a, struct mg_connection *conn)
+{
+    struct registry_hold *hold = NULL;
+    const struct catalog *ext =
+        a->tools && a->tools->registry ? registry_tools(a->tools->registry, &hold) : NULL;
+    const char *more = ext && catalog_count(ext) ? catalog_tools_json(ext) : NULL;
+    struct jsonbuf b;
+    int status;
+
+    if (!more) {
+        registry_unhold(hold);
+        return api_send_json(conn, 200, a->tools_json, a->tools_len, NULL, NULL);
+    }
+    jsonbuf_init(&b, 64u << 20);
+    /* {"tools":[<built-in>] + "," + <external array without its '['>. */
+    if (jsonbuf_put(&b, a->tools_json, a->tools_len - 2, NULL) < 0 ||
+        jsonbuf_puts(&b, a->tools_len > 12 ? "," : "", NULL) < 0 ||
+        jsonbuf_puts(&b, more + 1, NULL) < 0 || jsonbuf_puts(&b, "}", NULL) < 0)
+        status = send_error(conn, 503, "out of memory");
+    else
+        status = api_send_json(conn, 200, b.data, b.len, NULL, NULL);
+    jsonbuf_cleanup(&b);
+    registry_unhold(hold);
+    return status;
+}
+
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
@@ -278,6 +334,7 @@ static int handle_health(struct api *a, struct mg_connection *conn)
     n = snprintf(head, sizeof(head), ",\"watches\":%zu",
                  a->tools->watch ? watch_count(a->tools->watch) : (size_t)0);
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
+    rc |= put_registry_status(a, &b);
     rc |= jsonbuf_put(&b, "}", 1, NULL);
     if (rc)
         n = send_error(conn, 503, "out of memory");
@@ -381,22 +438,24 @@ static int parse_args(struct mg_connection *conn, const char *body, size_t len, 
     return 0;
 }
 
-/* Sends {"ok":true,"id":id,"result":...[,"structured":...]} (res), or
- * {"ok":false,"id":id,"error":error[,"timeout":true]}. */
-/* The body of a tool answer: {"ok":true,"id","result","structured"?} for a result, or
- * {"ok":false,"id","error","timeout"?} for a failure. Returns 0 or -1 with err. */
+/* The body of a tool answer: {"ok":true,"id","result","structured"?,"mcp_result"?} for a
+ * result (res without error), or {"ok":false,"id","error","timeout"?,"mcp_result"?} for a
+ * failure (error set). mcp_result is an external server's whole CallToolResult (res given), also
+ * on a failure when the server said isError, so that runbox can pass it on as /mcp does.
+ * Returns 0 or -1 with err. */
 static int build_tool_answer(struct jsonbuf *b, const char *id, const struct tools_result *res,
                              const char *error, bool timeout, struct errinfo *err)
 {
+    bool ok = res && !error;
     int rc = 0;
 
     jsonbuf_init(b, API_RESPONSE_MAX);
     if (jsonbuf_reserve(b, (res ? res->len + res->len / 16 : 256) + 64, err) < 0)
         return -1;
-    rc |= jsonbuf_put(b, res ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", res ? 17 : 18,
+    rc |= jsonbuf_put(b, ok ? "{\"ok\":true,\"id\":\"" : "{\"ok\":false,\"id\":\"", ok ? 17 : 18,
                       err);
     rc |= jsonbuf_put(b, id, strlen(id), err);
-    if (res) {
+    if (ok) {
         rc |= jsonbuf_put(b, "\",\"result\":", 11, err);
         if (res->is_json)
             rc |= jsonbuf_put(b, res->data, res->len, err);
@@ -406,11 +465,19 @@ static int build_tool_answer(struct jsonbuf *b, const char *id, const struct too
             rc |= jsonbuf_put(b, ",\"structured\":", 14, err);
             rc |= jsonbuf_puts(b, res->structured, err);
         }
+        if (res->call_result) { /* an external server's whole CallToolResult */
+            rc |= jsonbuf_puts(b, ",\"mcp_result\":", err);
+            rc |= jsonbuf_puts(b, res->call_result, err);
+        }
     } else {
         rc |= jsonbuf_put(b, "\",\"error\":", 10, err);
         rc |= jsonbuf_put_json_string(b, error, strlen(error), err);
         if (timeout)
             rc |= jsonbuf_put(b, ",\"timeout\":true", 15, err);
+        if (res && res->call_result) {
+            rc |= jsonbuf_puts(b, ",\"mcp_result\":", err);
+            rc |= jsonbuf_puts(b, res->call_result, err);
+        }
     }
     rc |= jsonbuf_put(b, "}", 1, err);
     return rc ? -1 : 0;
@@ -612,6 +679,10 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
                                            err.kind == ERR_TIMEOUT)
                            : send_tool_answer(conn, call_id(c), NULL, res.data ? res.data : err.msg,
                                               err.kind == ERR_TIMEOUT);
+    } else if (res.call_result && res.is_error) {
+        /* An external server said isError: a tool failure, with its text as the error. */
+        status = streaming ? stream_answer(&ts, call_id(c), &res, res.data, false)
+                           : send_tool_answer(conn, call_id(c), &res, res.data, false);
     } else {
         status = streaming ? stream_answer(&ts, call_id(c), &res, NULL, false)
                            : send_tool_answer(conn, call_id(c), &res, NULL, false);
@@ -690,8 +761,8 @@ static int handle_tool(struct api *a, struct mg_connection *conn, const char *na
 
 static const char endpoints[] =
     "the endpoints are GET / (the status page), POST /tool/<name>, GET /tools, GET /health, "
-    "GET /events, GET /resources, GET /resource?uri=..., GET /prompts, POST /prompt/<name>, "
-    "POST /complete, MCP on /mcp, /sse (with POST "
+    "GET /mcp-servers, GET /events, GET /resources, GET /resource?uri=..., GET /prompts, "
+    "POST /prompt/<name>, POST /complete, MCP on /mcp, /sse (with POST "
     "/message) and /ws, and the Studio plugin's GET /poll, POST /result, POST /console and "
     "POST /disconnect";
 
@@ -707,7 +778,13 @@ static int route(struct api *a, struct mg_connection *conn, const char *method, 
         }
         if (path[1] == 'h')
             return handle_health(a, conn);
-        return api_send_json(conn, 200, a->tools_json, a->tools_len, NULL, NULL);
+        return handle_tools(a, conn);
+    }
+    if (strcmp(path, "/mcp-servers") == 0) {
+        if (!get)
+            return send_error_ex(conn, 405, "/mcp-servers is read-only; use GET", NULL, "Allow",
+                                 "GET");
+        return handle_mcp_servers(a, conn);
     }
     if (strncmp(path, "/tool/", 6) == 0 && path[6]) {
         if (!post) {

@@ -25,6 +25,7 @@
 #include "jsonbuf.h"
 #include "log.h"
 #include "prompts.h"
+#include "registry.h"
 #include "resources.h"
 #include "runbox/mcp.h"
 #include "runbox/mcp_http.h"
@@ -40,6 +41,8 @@ struct api_mcp {
     int listen;                /* the event feed listener, or -1 */
     struct mcp_server *srv;
     struct mcp_http *http;
+    pthread_mutex_t ext_mu; /* guards ext: the external tools registered with srv */
+    cJSON *ext;             /* {served name: its tools/list entry as text} */
 };
 
 /* ---- tools ---- */
@@ -123,6 +126,10 @@ static void finish(struct mcall *m)
     if (call_run(m->c, &res, &err) < 0) {
         mcp_call_on_cancel(mc, NULL, NULL);
         tool_failed(mc, res.data ? res.data : err.msg, err.kind == ERR_TIMEOUT);
+    } else if (res.call_result) {
+        /* An external server's result goes to the client as the server gave it. */
+        mcp_call_on_cancel(mc, NULL, NULL);
+        mcp_call_result(mc, cJSON_Parse(res.call_result));
     } else {
         mcp_call_on_cancel(mc, NULL, NULL);
         if (res.structured)
@@ -186,6 +193,109 @@ static void on_tool(void *arg, struct mcp_call *mc)
     pthread_attr_destroy(&attr);
 }
 
+/* ---- the external tools (registry.h) ---- */
+
+/* Registers one external tool with the engine. */
+static void add_external(struct api_mcp *a, const struct catalog_tool *t)
+{
+    const cJSON *obj = catalog_tool_object(t);
+    const cJSON *title = cJSON_GetObjectItemCaseSensitive(obj, "title");
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
+    char *in = cJSON_PrintUnformatted(catalog_tool_input_schema(t));
+    char *out = catalog_tool_output_schema(t)
+                    ? cJSON_PrintUnformatted(catalog_tool_output_schema(t))
+                    : NULL;
+    const cJSON *annv = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
+    char *ann = annv ? cJSON_PrintUnformatted(annv) : NULL;
+    struct mcp_tool mt = {.name = catalog_tool_name(t),
+                          .title = cJSON_IsString(title) ? title->valuestring : NULL,
+                          .description = cJSON_IsString(desc) ? desc->valuestring : NULL,
+                          .input_schema = in,
+                          .output_schema = out,
+                          .annotations = ann,
+                          .handler = on_tool,
+                          .arg = a};
+    struct errinfo err = {0};
+
+    if (mcp_server_add_tool(a->srv, &mt, &err) < 0)
+        log_warn("api-mcp: external tool %s is not served on /mcp: %s", mt.name, err.msg);
+    cJSON_free(in);
+    cJSON_free(out);
+    cJSON_free(ann);
+}
+
+/* Makes the engine's external tools those of the registry's snapshot: removes what went or
+ * changed, adds what came or changed, so an unchanged tool is never missing for a moment. */
+static void sync_external(struct api_mcp *a)
+{
+    struct registry_hold *hold;
+    const struct catalog *ext = registry_tools(a->tools->registry, &hold);
+    cJSON *now = cJSON_CreateObject(), *old;
+
+    pthread_mutex_lock(&a->ext_mu);
+    for (size_t i = 0; now && i < catalog_count(ext); i++) {
+        const struct catalog_tool *t = catalog_at(ext, i);
+        char *text = cJSON_PrintUnformatted(catalog_tool_object(t));
+
+        if (text)
+            cJSON_AddStringToObject(now, catalog_tool_name(t), text);
+        cJSON_free(text);
+    }
+    cJSON_ArrayForEach(old, a->ext)
+    {
+        const cJSON *same = cJSON_GetObjectItemCaseSensitive(now, old->string);
+
+        if (!same || strcmp(same->valuestring, old->valuestring) != 0)
+            mcp_server_remove_tool(a->srv, old->string, NULL);
+    }
+    for (size_t i = 0; now && i < catalog_count(ext); i++) {
+        const struct catalog_tool *t = catalog_at(ext, i);
+        const cJSON *was = cJSON_GetObjectItemCaseSensitive(a->ext, catalog_tool_name(t));
+        const cJSON *is = cJSON_GetObjectItemCaseSensitive(now, catalog_tool_name(t));
+
+        if (!was || !is || strcmp(was->valuestring, is->valuestring) != 0)
+            add_external(a, t);
+    }
+    cJSON_Delete(a->ext);
+    a->ext = now;
+    pthread_mutex_unlock(&a->ext_mu);
+    registry_unhold(hold);
+}
+
+/* The registry's lists changed (on a server's thread, before the change goes on the event
+ * feed, whose list_changed reaches the sessions through on_event): the tool table first. */
+static void on_registry_change(void *arg, unsigned lists)
+{
+    struct api_mcp *a = arg;
+
+    if (lists & EVENTS_LIST_TOOLS)
+        sync_external(a);
+}
+
+/* "<server>/<tool>" and bare names of external tools: the call service finds them. */
+static int resolve_alias(void *arg, const char *name, char *canonical, size_t size, char *why,
+                         size_t why_size)
+{
+    struct api_mcp *a = arg;
+    struct registry_hold *hold = NULL;
+    struct errinfo err = {0};
+    const struct catalog_tool *t;
+
+    if (catalog_find(a->cat, name) || catalog_find(catalog_builtin(), name))
+        return 0;
+    t = registry_find_tool(a->tools->registry, name, &hold, &err);
+    if (t)
+        snprintf(canonical, size, "%s", catalog_tool_name(t));
+    registry_unhold(hold);
+    if (t)
+        return 1;
+    if (err.msg[0]) {
+        snprintf(why, why_size, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- resources ---- */
 
 static void resource_error(struct mcp_call *mc, const struct errinfo *err)
@@ -233,9 +343,9 @@ static void on_resources_read(void *arg, struct mcp_call *mc)
 
 static void on_prompts_list(void *arg, struct mcp_call *mc)
 {
-    cJSON *out = prompts_list();
+    struct api_mcp *a = arg;
+    cJSON *out = prompts_list(a->tools);
 
-    (void)arg;
     if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(mcp_call_params(mc), "cursor"))) {
         cJSON_Delete(out);
         mcp_call_error(mc, MCP_INVALID_PARAMS,
@@ -383,12 +493,12 @@ struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *e
 {
     /* List changes of resources and updates of subscribed ones are told (watch.c); the tools
      * and prompts lists do not change. */
-    const struct mcp_server_info info = {.name = "runboxd",
-                                         .version = RUNBOX_VERSION,
-                                         .instructions = instructions,
-                                         .notifies = opt->tools && opt->tools->watch
-                                                         ? MCP_NOTIFY_RESOURCES | MCP_NOTIFY_UPDATES
-                                                         : 0};
+    struct mcp_server_info info = {.name = "runboxd",
+                                   .version = RUNBOX_VERSION,
+                                   .instructions = instructions,
+                                   .notifies = opt->tools && opt->tools->watch
+                                                   ? MCP_NOTIFY_RESOURCES | MCP_NOTIFY_UPDATES
+                                                   : 0};
     struct api_mcp *a = calloc(1, sizeof(*a));
     struct mcp_http_options hopt = {
         .mcp_path = "/mcp",
@@ -413,6 +523,9 @@ struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *e
     a->cat = opt->catalog ? opt->catalog : catalog_builtin();
     a->watch = opt->watch;
     a->listen = -1;
+    pthread_mutex_init(&a->ext_mu, NULL);
+    if (a->tools && a->tools->registry)
+        info.notifies |= MCP_NOTIFY_TOOLS | MCP_NOTIFY_PROMPTS | MCP_NOTIFY_RESOURCES;
     a->srv = mcp_server_new(&info, err);
     if (!a->srv || add_content(a, err) < 0)
         goto fail;
@@ -429,6 +542,13 @@ struct api_mcp *api_mcp_new(const struct api_mcp_options *opt, struct errinfo *e
                                   on_event, a, err);
         if (a->listen < 0)
             goto fail;
+    }
+    /* External servers' lists change while clients are connected: the event feed tells the
+     * sessions (on_event); the tool table follows the registry first (on_registry_change). */
+    if (a->tools && a->tools->registry) {
+        mcp_server_set_tool_resolver(a->srv, resolve_alias, a);
+        registry_set_listener(a->tools->registry, on_registry_change, a);
+        sync_external(a);
     }
     hopt.server = a->srv;
     hopt.ctx = a;
@@ -476,8 +596,12 @@ void api_mcp_free(struct api_mcp *m)
         return;
     if (m->tools)
         events_unlisten(m->tools->events, m->listen);
+    if (m->tools && m->tools->registry)
+        registry_set_listener(m->tools->registry, NULL, NULL);
     mcp_http_free(m->http);
     mcp_server_free(m->srv);
+    cJSON_Delete(m->ext);
+    pthread_mutex_destroy(&m->ext_mu);
     free(m);
 }
 

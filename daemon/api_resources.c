@@ -198,7 +198,7 @@ int api_resources_handle(const struct tools_ctx *ctx, struct mg_connection *conn
     if (!get)
         return send_fail(conn, 405, "use GET", "GET");
     if (strcmp(path, "/prompts") == 0) {
-        res = prompts_list();
+        res = prompts_list(ctx);
         err.kind = ERR_NOMEM;
         snprintf(err.msg, sizeof(err.msg), "out of memory");
         return send_result(conn, res ? 0 : -1, res, &err);

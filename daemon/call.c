@@ -23,6 +23,7 @@
 #include "console.h"
 #include "events.h"
 #include "log.h"
+#include "registry.h"
 #include "schema.h"
 #include "studio_answer.h"
 #include "tools.h"
@@ -52,8 +53,9 @@ struct call_service {
 struct call {
     struct call_service *svc;
     const struct catalog_tool *tool;
-    const cJSON *args; /* borrowed */
-    int budget;        /* the row it holds, or -1 */
+    const cJSON *args;          /* borrowed */
+    struct registry_hold *hold; /* an external tool: keeps it alive until call_end */
+    int budget;                 /* the row it holds, or -1 */
     char id[48];
     pthread_mutex_t mu;
     bool cancelled;
@@ -74,12 +76,13 @@ struct call {
     struct call *next_ticking;
 };
 
-static const char *const budget_names[CALL_BUDGET_COUNT] = {"long", "search", "stream"};
+static const char *const budget_names[CALL_BUDGET_COUNT] = {"long", "search", "stream", "external"};
 static const int budget_defaults[CALL_BUDGET_COUNT] = {
-    CALL_LONG_MAX_DEFAULT, CALL_SEARCH_MAX_DEFAULT, CALL_STREAM_MAX_DEFAULT};
+    CALL_LONG_MAX_DEFAULT, CALL_SEARCH_MAX_DEFAULT, CALL_STREAM_MAX_DEFAULT,
+    CALL_EXTERNAL_MAX_DEFAULT};
 static const char *const budget_what[CALL_BUDGET_COUNT] = {
     "calls that can take long (exec, kill, Studio tools)", "searches of the workspace",
-    "open streams (SSE, WebSocket)"};
+    "open streams (SSE, WebSocket)", "calls to external MCP servers"};
 
 /* ---- request-scoped logs ---- */
 
@@ -322,30 +325,54 @@ static int budget_row(const struct catalog_tool *tool)
         return CALL_BUDGET_LONG;
     case CATALOG_BUDGET_SEARCH:
         return CALL_BUDGET_SEARCH;
+    case CATALOG_BUDGET_EXTERNAL:
+        return CALL_BUDGET_EXTERNAL;
     case CATALOG_BUDGET_NONE:
         break;
     }
     return -1;
 }
 
+/* A name the catalog does not serve: an external tool, or the error that says why not. */
+static const struct catalog_tool *find_external(struct call_service *svc, const char *name,
+                                                struct registry_hold **hold, struct errinfo *err)
+{
+    struct registry *reg = svc->tools ? svc->tools->registry : NULL;
+    struct errinfo rerr = {0};
+    const struct catalog_tool *tool;
+
+    if (reg && !catalog_find(catalog_builtin(), name)) {
+        tool = registry_find_tool(reg, name, hold, &rerr);
+        if (tool)
+            return tool;
+        if (rerr.kind != ERR_NOT_FOUND || rerr.msg[0]) {
+            errinfo_set(err, rerr.kind, "%s", rerr.msg);
+            return NULL;
+        }
+    }
+    if (catalog_find(catalog_builtin(), name))
+        errinfo_set(err, ERR_NOT_FOUND,
+                    "tool %.128s is not served: runboxd runs with a --tools profile without "
+                    "it; GET /tools lists the tools it serves",
+                    name);
+    else
+        errinfo_set(err, ERR_NOT_FOUND, "unknown tool: %.128s; GET /tools lists the tools", name);
+    return NULL;
+}
+
 struct call *call_begin(struct call_service *svc, const char *name, const cJSON *args,
                         unsigned flags, struct schema_report *rep, struct errinfo *err)
 {
     const struct catalog_tool *tool = catalog_find(svc->cat, name);
+    struct registry_hold *hold = NULL;
     struct schema_report local;
     struct call *c;
     int row;
 
     if (!tool) {
-        if (catalog_find(catalog_builtin(), name))
-            errinfo_set(err, ERR_NOT_FOUND,
-                        "tool %.128s is not served: runboxd runs with a --tools profile without "
-                        "it; GET /tools lists the tools it serves",
-                        name);
-        else
-            errinfo_set(err, ERR_NOT_FOUND, "unknown tool: %.128s; GET /tools lists the tools",
-                        name);
-        return NULL;
+        tool = find_external(svc, name, &hold, err);
+        if (!tool)
+            return NULL;
     }
     if (!(flags & CALL_PREVALIDATED)) {
         if (!rep)
@@ -353,22 +380,27 @@ struct call *call_begin(struct call_service *svc, const char *name, const cJSON 
         if (schema_validate(catalog_tool_input_schema(tool), args, "arguments", rep) < 0) {
             errinfo_set(err, ERR_INVALID, "invalid arguments for %s: %s", name,
                         rep->count ? rep->msgs[0] : "rejected by the schema");
+            registry_unhold(hold);
             return NULL;
         }
     }
     row = budget_row(tool);
-    if (row >= 0 && call_service_admit(svc, (enum call_budget)row, err) < 0)
+    if (row >= 0 && call_service_admit(svc, (enum call_budget)row, err) < 0) {
+        registry_unhold(hold);
         return NULL;
+    }
     c = calloc(1, sizeof(*c));
     if (!c || pthread_mutex_init(&c->mu, NULL) != 0) {
         free(c);
         if (row >= 0)
             call_service_release(svc, (enum call_budget)row);
+        registry_unhold(hold);
         errinfo_set(err, ERR_NOMEM, "out of memory starting a call of %s", name);
         return NULL;
     }
     c->svc = svc;
     c->tool = tool;
+    c->hold = hold;
     c->args = args;
     c->budget = row;
     call_service_mint_id(svc, c->id, sizeof(c->id));
@@ -382,6 +414,7 @@ void call_end(struct call *c)
     call_unfollow_run(c);
     if (c->budget >= 0)
         call_service_release(c->svc, (enum call_budget)c->budget);
+    registry_unhold(c->hold);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -547,6 +580,14 @@ int call_run(struct call *c, struct tools_result *out, struct errinfo *err)
     switch (catalog_tool_route(c->tool)) {
     case CATALOG_ROUTE_STUDIO:
         rc = run_studio(c, out, err);
+        break;
+    case CATALOG_ROUTE_EXTERNAL:
+        if (c->svc->tools && c->svc->tools->registry) {
+            rc = registry_run(c->svc->tools->registry, c, c->tool, c->args, out, err);
+        } else {
+            errinfo_set(err, ERR_UNAVAILABLE, "no registry of external MCP servers runs here");
+            rc = -1;
+        }
         break;
     case CATALOG_ROUTE_LOCAL:
     default:

@@ -3,7 +3,8 @@
  *
  * A transport turns its request into call_begin() (look the tool up, validate the arguments,
  * mint the call id, admit the call from the budget table), runs it with call_run() (routed by
- * the tool's catalog route: a handler in daemon/tools*.c, or the Studio bridge), and ends it
+ * the tool's catalog route: a handler in daemon/tools*.c, the Studio bridge, or an external MCP
+ * server through the registry, daemon/registry.h), and ends it
  * with call_end(). While it runs, any thread may call_cancel() it: the client sent
  * notifications/cancelled, closed its connection, or the session ended. Cancelling reaches the
  * work itself through the one cancel hook the work registered (call_on_cancel): the exec engine
@@ -37,15 +38,18 @@ struct schema_report;
 
 /* The budget table's rows. A quick tool (CATALOG_BUDGET_NONE) takes no slot. */
 enum call_budget {
-    CALL_BUDGET_LONG,   /* exec, kill, Studio tools: may wait minutes for a command or a plugin */
-    CALL_BUDGET_SEARCH, /* search: walks and reads the whole workspace */
-    CALL_BUDGET_STREAM, /* an open SSE stream or WebSocket: held for the stream's life */
+    CALL_BUDGET_LONG,     /* exec, kill, Studio tools: may wait minutes for a command or a plugin */
+    CALL_BUDGET_SEARCH,   /* search: walks and reads the whole workspace */
+    CALL_BUDGET_STREAM,   /* an open SSE stream or WebSocket: held for the stream's life */
+    CALL_BUDGET_EXTERNAL, /* a call to an external MCP server (the registry): its own row, so a
+                             slow upstream cannot take the slots exec and Studio need */
     CALL_BUDGET_COUNT
 };
 
-#define CALL_LONG_MAX_DEFAULT   24
-#define CALL_SEARCH_MAX_DEFAULT 8
-#define CALL_STREAM_MAX_DEFAULT 512
+#define CALL_LONG_MAX_DEFAULT     24
+#define CALL_SEARCH_MAX_DEFAULT   8
+#define CALL_STREAM_MAX_DEFAULT   512
+#define CALL_EXTERNAL_MAX_DEFAULT 64
 
 struct call_service_options {
     const struct catalog *cat;     /* borrowed; outlives the service */
@@ -80,8 +84,11 @@ const struct catalog_tool *call_service_find(const struct call_service *svc, con
 
 #define CALL_PREVALIDATED 1u /* the arguments already passed the tool's schema (the MCP engine) */
 
-/* Starts a call of tool `name` with `args` (borrowed: must outlive the call). Fails with
- * ERR_NOT_FOUND for an unknown tool, ERR_INVALID for arguments the schema refuses (rep, when
+/* Starts a call of tool `name` with `args` (borrowed: must outlive the call). A name the
+ * catalog does not have is looked up in the registry of external servers (its exact name,
+ * "<server>/<tool>", or a bare tool name only one server has; the call holds the registry's
+ * tool until call_end). Fails with ERR_NOT_FOUND for an unknown tool or an ambiguous bare name
+ * (the message lists the candidates), ERR_INVALID for arguments the schema refuses (rep, when
  * not NULL, gets every violation; err the first), ERR_UNAVAILABLE when the tool's budget row is
  * full ("runboxd is busy: ..."). Returns an owned call (end it with call_end) or NULL. */
 struct call *call_begin(struct call_service *svc, const char *name, const cJSON *args,

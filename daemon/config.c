@@ -25,7 +25,7 @@ static const char *const file_keys =
     "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
     "tools, http_threads, http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, "
     "mcp_session_idle_s, network, cache_dir, "
-    "checkpoint_dir, checkpoint_keep, exec_<limit>";
+    "checkpoint_dir, checkpoint_keep, exec_<limit>, mcpServers, servers";
 
 /* The numeric server settings: a flag and a file key each, with their range. */
 static const struct num_setting {
@@ -163,6 +163,13 @@ void config_cleanup(struct config *cfg)
     free(cfg->token);
     cfg->workspace = cfg->config_file = cfg->user = cfg->token_file = cfg->token = NULL;
     cfg->tools = NULL;
+    cJSON_Delete(cfg->mcp_servers);
+    cfg->mcp_servers = NULL;
+    for (size_t i = 0; i < cfg->nmcp_configs; i++)
+        free(cfg->mcp_configs[i]);
+    free(cfg->mcp_configs);
+    cfg->mcp_configs = NULL;
+    cfg->nmcp_configs = 0;
 }
 
 bool config_is_loopback(const char *addr)
@@ -373,12 +380,32 @@ static int file_network(struct config *cfg, const char *path, const cJSON *item,
     return 0;
 }
 
+/* "mcpServers" / "servers": kept as they are for the registry, which checks each entry and
+ * skips only a bad one. */
+static int file_servers(struct config *cfg, const cJSON *item, struct errinfo *err)
+{
+    cJSON *copy = cJSON_Duplicate(item, 1);
+
+    if (!cfg->mcp_servers)
+        cfg->mcp_servers = cJSON_CreateObject();
+    if (!copy || !cfg->mcp_servers) {
+        cJSON_Delete(copy);
+        errinfo_set(err, ERR_NOMEM, "config: out of memory");
+        return -1;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg->mcp_servers, item->string);
+    cJSON_AddItemToObject(cfg->mcp_servers, item->string, copy);
+    return 0;
+}
+
 static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
 {
     const char *key = item->string;
     static const char *const string_keys[] = {"bind",      "workspace", "token_file",
                                               "log_level", "user",      "tools"};
 
+    if (strcmp(key, "mcpServers") == 0 || strcmp(key, "servers") == 0)
+        return file_servers(cfg, item, err);
     if (strcmp(key, "port") == 0) {
         double d = item->valuedouble;
 
@@ -515,6 +542,7 @@ enum opt_id {
     OPT_CHECKPOINT_KEEP,
     OPT_TOKEN_FILE,
     OPT_TOOLS,
+    OPT_MCP_CONFIG,
     OPT_VERSION,
     OPT_HELP
 };
@@ -542,6 +570,7 @@ static const struct opt opts[] = {
     {"--checkpoint-keep", OPT_CHECKPOINT_KEEP, true},
     {"--token-file", OPT_TOKEN_FILE, true},
     {"--tools", OPT_TOOLS, true},
+    {"--mcp-config", OPT_MCP_CONFIG, true},
     {"--version", OPT_VERSION, false},
     {"--help", OPT_HELP, false},
     {"-h", OPT_HELP, false},
@@ -636,6 +665,24 @@ static int apply_opt(struct config *cfg, const struct opt *o, const char *v, str
         return 0;
     case OPT_TOOLS:
         return set_nonempty(&cfg->tools, o->name, "a tool profile", v, err);
+    case OPT_MCP_CONFIG: {
+        char **grown;
+
+        if (!v[0]) {
+            errinfo_set(err, ERR_INVALID, "--mcp-config: expected a file; got an empty string");
+            return -1;
+        }
+        grown = realloc(cfg->mcp_configs, (cfg->nmcp_configs + 1) * sizeof(*grown));
+        if (!grown || !(grown[cfg->nmcp_configs] = strdup(v))) {
+            if (grown)
+                cfg->mcp_configs = grown;
+            errinfo_set(err, ERR_NOMEM, "config: out of memory");
+            return -1;
+        }
+        cfg->mcp_configs = grown;
+        cfg->nmcp_configs++;
+        return 0;
+    }
     case OPT_VERSION:
         cfg->show_version = true;
         return 0;
@@ -917,6 +964,9 @@ const char *config_usage(void)
            "                      FILE (RUNBOX_TOKEN sets the token directly)\n"
            "  --tools PROFILE     the tools served: all (default), sandbox, studio, readonly,\n"
            "                      or a comma list of these and of groups (docs/tools.md)\n"
+           "  --mcp-config FILE   also connect the MCP servers of FILE, a Claude Desktop,\n"
+           "                      Cursor or VS Code config read as it is (\"mcpServers\" or\n"
+           "                      \"servers\"); may be given more than once (docs/registry.md)\n"
            "  --http-threads N    HTTP workers (320); every open MCP stream (SSE, WebSocket)\n"
            "                      holds one, and the rest serve requests\n"
            "  --http-head-timeout-ms N  a request's head must arrive within N ms (10000)\n"
@@ -942,9 +992,12 @@ const char *config_usage(void)
            "http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, mcp_session_idle_s,\n"
            "network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
            "checkpoint_dir, checkpoint_keep, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
-           "90000). Flags beat the environment, which beats the file.\n"
+           "90000). Flags beat the environment, which beats the file. Its \"mcpServers\"\n"
+           "(or \"servers\") object names external MCP servers whose tools runboxd serves\n"
+           "as <server>__<tool>; a bad entry is skipped with an error, the rest start.\n"
            "\n"
            "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health,\n"
+           "GET /mcp-servers (the external servers' state),\n"
            "GET /resources, GET /resource?uri=..., GET /prompts, POST /prompt/<name>, MCP\n"
            "over Streamable HTTP (/mcp), legacy SSE (GET /sse, POST /message) and WebSocket\n"
            "(/ws), and the Studio plugin's GET /poll, POST /result, POST /console,\n"

@@ -10,6 +10,9 @@
 #define DAEMON_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
 
 #include "errinfo.h"
 #include "exec.h"
@@ -64,6 +67,12 @@ struct config {
     int http_body_timeout_ms; /* its body within, after the head (--http-body-timeout-ms) */
     int mcp_sessions;         /* MCP sessions open at once (Streamable HTTP, SSE, WebSocket) */
     int mcp_session_idle_s;   /* an unused Streamable HTTP session expires after this */
+    /* External MCP servers (registry.h): the file's "mcpServers" and "servers" values as they
+     * were (checked by the registry, which skips a bad entry and starts the rest), and the
+     * --mcp-config files (Claude Desktop, Cursor, VS Code configs, read as they are). */
+    cJSON *mcp_servers; /* owned: {"mcpServers": ..., "servers": ...}, or NULL */
+    char **mcp_configs; /* owned paths */
+    size_t nmcp_configs;
 };
 
 #define CONFIG_HTTP_THREADS_DEFAULT         320

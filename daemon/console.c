@@ -50,7 +50,7 @@ struct console {
 };
 
 static const char *const level_names[] = {"log", "info", "warn", "error", "debug"};
-static const char *const source_names[] = {"exec", "studio", "daemon"};
+static const char *const source_names[] = {"exec", "studio", "daemon", "mcp"};
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -70,6 +70,16 @@ int console_parse_level(const char *s)
         if (strcmp(s, level_names[i]) == 0)
             return (int)i;
     return -1;
+}
+
+const char *console_source_label(enum console_source src, const char *instance, char *buf,
+                                 size_t size)
+{
+    if (src == CONSOLE_SRC_MCP && instance)
+        snprintf(buf, size, "mcp:%s", instance);
+    else
+        snprintf(buf, size, "%s", console_source_name(src));
+    return buf;
 }
 
 int console_parse_source(const char *s)
@@ -279,15 +289,17 @@ static bool matches(const struct entry *e, const struct console_query *q)
 static cJSON *entry_json(const struct entry *e)
 {
     cJSON *o = cJSON_CreateObject();
-    char ts[40];
+    char ts[40], src[96];
+    bool mcp = e->source == CONSOLE_SRC_MCP;
 
     format_ts(e->ts_ms, ts, sizeof(ts));
+    console_source_label(e->source, e->instance, src, sizeof(src));
     if (!cJSON_AddNumberToObject(o, "id", (double)e->id) || !cJSON_AddStringToObject(o, "ts", ts) ||
         !cJSON_AddStringToObject(o, "level", level_names[e->level]) ||
-        !cJSON_AddStringToObject(o, "source", source_names[e->source]) ||
+        !cJSON_AddStringToObject(o, "source", src) ||
         !cJSON_AddStringToObject(o, "message", e->msg) ||
         (e->pid && !cJSON_AddNumberToObject(o, "pid", (double)e->pid)) ||
-        (e->instance && !cJSON_AddStringToObject(o, "instance", e->instance))) {
+        (e->instance && !mcp && !cJSON_AddStringToObject(o, "instance", e->instance))) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -368,7 +380,7 @@ char *console_recent_errors(struct console *c, size_t limit)
 {
     struct jsonbuf b = JSONBUF_INIT((size_t)64 << 20);
     size_t from;
-    char ts[40];
+    char ts[40], src[96];
 
     pthread_mutex_lock(&c->lock);
     from = c->count > limit ? c->count - limit : 0;
@@ -383,7 +395,7 @@ char *console_recent_errors(struct console *c, size_t limit)
         jsonbuf_puts(&b, "[", NULL);
         jsonbuf_puts(&b, ts, NULL);
         jsonbuf_puts(&b, "] [", NULL);
-        jsonbuf_puts(&b, source_names[e->source], NULL);
+        jsonbuf_puts(&b, console_source_label(e->source, e->instance, src, sizeof(src)), NULL);
         jsonbuf_puts(&b, "] ", NULL);
         jsonbuf_put(&b, e->msg, e->len, NULL);
     }

@@ -24,7 +24,9 @@
 #define CONSOLE_MSG_MAX         (16u << 10)
 
 enum console_level { CONSOLE_LOG, CONSOLE_INFO, CONSOLE_WARN, CONSOLE_ERROR, CONSOLE_DEBUG };
-enum console_source { CONSOLE_SRC_EXEC, CONSOLE_SRC_STUDIO, CONSOLE_SRC_DAEMON };
+/* CONSOLE_SRC_MCP: the stderr of an external MCP server (registry.h); its entries carry the
+ * server's name as their instance and are shown with the source "mcp:<name>". */
+enum console_source { CONSOLE_SRC_EXEC, CONSOLE_SRC_STUDIO, CONSOLE_SRC_DAEMON, CONSOLE_SRC_MCP };
 
 struct console; /* opaque */
 
@@ -92,10 +94,14 @@ uint64_t console_latest_id(struct console *c); /* 0 when nothing was ever append
 uint64_t console_oldest_id(struct console *c); /* 0 when the ring is empty */
 
 /* Pure: names and parsing of levels and sources ("log", "info", "warn", "error", "debug";
- * "exec", "studio", "daemon"). The parsers return -1 for an unknown name. */
+ * "exec", "studio", "daemon", "mcp"). The parsers return -1 for an unknown name. */
 const char *console_level_name(enum console_level level);
 const char *console_source_name(enum console_source src);
 int console_parse_level(const char *s);
 int console_parse_source(const char *s);
+
+/* Pure: an entry's source as shown ("exec", ..., "mcp:<server>") into buf; returns buf. */
+const char *console_source_label(enum console_source src, const char *instance, char *buf,
+                                 size_t size);
 
 #endif /* DAEMON_CONSOLE_H */

@@ -195,7 +195,7 @@ void events_publish_console(struct events *ev, const struct console_entry_view *
 {
     struct jsonbuf b = JSONBUF_INIT((size_t)CONSOLE_MSG_MAX * 8);
     struct qevent q = {.kind = EVENTS_CONSOLE, .console = *entry};
-    char ts[40], num[64];
+    char ts[40], num[64], src[96];
     int rc = 0;
 
     if (!ev)
@@ -207,14 +207,15 @@ void events_publish_console(struct events *ev, const struct console_entry_view *
     rc |= jsonbuf_puts(&b, "\",\"level\":\"", NULL);
     rc |= jsonbuf_puts(&b, console_level_name(entry->level), NULL);
     rc |= jsonbuf_puts(&b, "\",\"source\":\"", NULL);
-    rc |= jsonbuf_puts(&b, console_source_name(entry->source), NULL);
+    rc |= jsonbuf_puts(&b, console_source_label(entry->source, entry->instance, src, sizeof(src)),
+                       NULL);
     rc |= jsonbuf_puts(&b, "\",\"message\":", NULL);
     rc |= jsonbuf_put_json_string(&b, entry->message, entry->len, NULL);
     if (entry->pid) {
         snprintf(num, sizeof(num), ",\"pid\":%llu", (unsigned long long)entry->pid);
         rc |= jsonbuf_puts(&b, num, NULL);
     }
-    if (entry->instance) {
+    if (entry->instance && entry->source != CONSOLE_SRC_MCP) {
         rc |= jsonbuf_puts(&b, ",\"instance\":", NULL);
         rc |= jsonbuf_put_json_string(&b, entry->instance, strlen(entry->instance), NULL);
     }

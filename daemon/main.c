@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "api.h"
 #include "bridge.h"
 #include "call.h"
@@ -38,6 +40,7 @@
 #include "proc.h"
 #include "resources.h"
 #include "strfmt.h"
+#include "registry.h"
 #include "tools.h"
 #include "vfs.h"
 #include "watch.h"
@@ -326,6 +329,90 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
     return p;
 }
 
+#define MCP_CONFIG_MAX (1u << 20)
+
+static const char *env_lookup(const char *name)
+{
+    return getenv(name);
+}
+
+/* The text of an --mcp-config file (owned), or NULL with why (owned) saying what failed. */
+static char *read_mcp_config(const char *path, char **why)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = f ? malloc(MCP_CONFIG_MAX + 1) : NULL;
+    size_t n = 0;
+
+    *why = NULL;
+    if (buf)
+        n = fread(buf, 1, MCP_CONFIG_MAX + 1, f);
+    if (!f || !buf || ferror(f) || n > MCP_CONFIG_MAX) {
+        *why = strfmt_alloc("--mcp-config %s: %s; no server was read from it", path,
+                            !f                   ? strerror(errno)
+                            : n > MCP_CONFIG_MAX ? "larger than 1 MiB"
+                                                 : "cannot read it");
+        free(buf);
+        buf = NULL;
+    } else {
+        buf[n] = '\0';
+    }
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* The external MCP servers: the config file's, then each --mcp-config file's. A bad entry is
+ * logged and listed as failed; the daemon starts with the rest. */
+static int collect_specs(const struct config *cfg, struct registry_specs *specs,
+                         struct errinfo *err)
+{
+    const cJSON *v;
+
+    cJSON_ArrayForEach(v, cfg->mcp_servers)
+    {
+        if (registry_specs_add(specs, cfg->config_file ? cfg->config_file : "config", v->string, v,
+                               env_lookup, err) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < cfg->nmcp_configs; i++) {
+        char *why, *text = read_mcp_config(cfg->mcp_configs[i], &why);
+        int rc = 0;
+
+        if (text) {
+            rc = registry_specs_add_text(specs, cfg->mcp_configs[i], text, env_lookup, err);
+        } else {
+            log_error("registry: %s", why ? why : cfg->mcp_configs[i]);
+        }
+        free(text);
+        free(why);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static struct registry *start_registry(const struct config *cfg, struct tools_ctx *tools,
+                                       const struct catalog *cat, struct errinfo *err)
+{
+    struct registry_specs specs = {0};
+    cJSON *sb = proc_sandbox_json(tools->proc);
+    const cJSON *bwrap = cJSON_GetObjectItemCaseSensitive(sb, "bwrap");
+    struct registry_options ro = {.specs = &specs,
+                                  .builtin = cat ? cat : catalog_builtin(),
+                                  .console = tools->console,
+                                  .events = tools->events,
+                                  .proc = tools->proc,
+                                  .bwrap = cJSON_IsString(bwrap) ? bwrap->valuestring : NULL,
+                                  .allow_network = cfg->allow_network};
+    struct registry *r = NULL;
+
+    if (collect_specs(cfg, &specs, err) == 0)
+        r = registry_new(&ro, err);
+    registry_specs_cleanup(&specs);
+    cJSON_Delete(sb);
+    return r;
+}
+
 static void publish_console(void *arg, const struct console_entry_view *e)
 {
     events_publish_console(arg, e);
@@ -398,10 +485,12 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     tools.proc = tools.watch && (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
                      ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
                      : NULL;
-    opt.calls = tools.proc ? call_service_new(&copt, &err) : NULL;
+    tools.registry = tools.proc ? start_registry(cfg, &tools, opt.catalog, &err) : NULL;
+    opt.calls = tools.registry ? call_service_new(&copt, &err) : NULL;
     a = opt.calls ? api_start(&opt, &err) : NULL;
     if (!a) {
         call_service_free(opt.calls);
+        registry_free(tools.registry);
         proc_free(tools.proc);
         checkpoint_free(tools.checkpoints);
         portfwd_free(net.portfwd);
@@ -423,15 +512,18 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     console_appendf(console, CONSOLE_INFO, CONSOLE_SRC_DAEMON, 0,
                     "runboxd %s started: workspace %s, port %d", RUNBOX_VERSION, opt.workspace,
                     api_port(a));
+    registry_start(tools.registry); /* in the background: nothing above waits for a server */
     while (sigwait(stop, &sig) != 0)
         ;
     log_info("runboxd: %s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     console_appendf(console, CONSOLE_INFO, CONSOLE_SRC_DAEMON, 0, "runboxd shutting down (%s)",
                     sig == SIGINT ? "SIGINT" : "SIGTERM");
-    bridge_shutdown(tools.bridge); /* parked polls and waiting calls end now, not in 15 s */
-    proc_shutdown(tools.proc);     /* every sandbox is killed; running execs answer now */
+    bridge_shutdown(tools.bridge);     /* parked polls and waiting calls end now, not in 15 s */
+    proc_shutdown(tools.proc);         /* every sandbox is killed; running execs answer now */
+    registry_shutdown(tools.registry); /* servers stop; calls waiting on them answer now */
     api_stop(a);
     call_service_free(opt.calls);
+    registry_free(tools.registry);
     proc_free(tools.proc);
     checkpoint_free(tools.checkpoints);
     portfwd_free(net.portfwd);
@@ -459,6 +551,9 @@ int main(int argc, char *argv[])
     int status;
 
     log_init("runboxd");
+    /* Before any thread: the registry's HTTP clients use libcurl (one easy handle per
+     * thread). */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     status = setup_config(&cfg, argc, argv);
     if (status < 0) {
         /* The tools served: a --tools profile of the built-in catalog. */
@@ -515,5 +610,6 @@ out:
     console_free(console);
     vfs_free(v);
     config_cleanup(&cfg);
+    curl_global_cleanup();
     return status;
 }

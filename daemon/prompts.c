@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "console.h"
+#include "registry.h"
 #include "strfmt.h"
 #include "tools.h"
 #include "utf8.h"
@@ -104,7 +105,7 @@ fail:
     return NULL;
 }
 
-cJSON *prompts_list(void)
+cJSON *prompts_list(const struct tools_ctx *ctx)
 {
     cJSON *res = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(res, "prompts");
 
@@ -120,6 +121,8 @@ cJSON *prompts_list(void)
         cJSON_Delete(res);
         return NULL;
     }
+    if (ctx && ctx->registry)
+        registry_list_prompts(ctx->registry, arr);
     return res;
 }
 
@@ -276,6 +279,12 @@ int prompts_get(const struct tools_ctx *ctx, const char *name, const cJSON *args
     for (size_t i = 0; i < N_PROMPTS; i++)
         if (strcmp(prompt_table[i].name, name) == 0)
             p = &prompt_table[i];
+    if (!p && ctx && ctx->registry) {
+        int rc = registry_get_prompt(ctx->registry, name, args, out, err);
+
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
     if (!p) {
         errinfo_set(err, ERR_INVALID,
                     "unknown prompt \"%.100s\"; the prompts are explain_file, fix_error and "

@@ -17,11 +17,13 @@ struct tools_ctx;
 #define PROMPTS_FILE_MAX  (256u << 10) /* bytes of a file put into explain_file */
 #define PROMPTS_ERRORS_OF 500          /* fix_error looks at this many newest console entries */
 
-/* {"prompts":[{"name","title","description","arguments":[{"name","description","required"}]}]}.
- * Owned (cJSON_Delete), or NULL when out of memory. */
-cJSON *prompts_list(void);
+/* {"prompts":[{"name","title","description","arguments":[{"name","description","required"}]}]}:
+ * the daemon's prompts, then those of the external MCP servers (ctx->registry; ctx may be
+ * NULL). Owned (cJSON_Delete), or NULL when out of memory. */
+cJSON *prompts_list(const struct tools_ctx *ctx);
 
 /* prompts/get: {"description","messages":[{"role":"user","content":{"type":"text","text"}}]}.
+ * A name of an external server's prompt is got from that server.
  * args is the arguments object (borrowed; NULL = none). Returns 0 with *out owned
  * (cJSON_Delete), or -1 with err set. */
 int prompts_get(const struct tools_ctx *ctx, const char *name, const cJSON *args, cJSON **out,

@@ -13,6 +13,7 @@
 
 #include "console.h"
 #include "proc.h"
+#include "registry.h"
 #include "tools.h"
 #include "utf8.h"
 #include "vfs.h"
@@ -318,6 +319,10 @@ int resources_list(const struct tools_ctx *ctx, const char *cursor, cJSON **out,
     pg.arr = cJSON_AddArrayToObject(res, "resources");
     if (!pg.arr || (!after[0] && add_builtin(pg.arr) < 0))
         goto nomem;
+    /* The external servers' resources come with the first page (each server's list is
+     * bounded: MCPCLIENT_LIST_MAX). */
+    if (!after[0] && ctx->registry)
+        registry_list_resources(ctx->registry, pg.arr);
     if (!after[0])
         room -= 2;
     if (ctx->vfs && vfs_walk_files(ctx->vfs, after, room, add_file, &pg, &more, err) < 0)
@@ -434,6 +439,12 @@ int resources_read(const struct tools_ctx *ctx, const char *uri, cJSON **out, st
     char path[VFS_PATH_MAX + 1];
 
     *out = NULL;
+    if (ctx->registry) {
+        int rc = registry_read_resource(ctx->registry, uri, out, err);
+
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
     if (strcmp(uri, RESOURCES_URI_CONSOLE) == 0) {
         struct console_query q = {.level = -1, .source = -1, .limit = (size_t)-1};
 

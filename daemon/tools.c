@@ -31,6 +31,7 @@ static const struct tool_row tool_table[] = {
     {"get_studio_state", tools_get_studio_state},
     {"get_console_output", tools_get_console_output},
     {"clear_console_output", tools_clear_console_output},
+    {"mcp_servers", tools_mcp_servers},
 };
 
 static tools_fn find(const char *name)
@@ -69,6 +70,8 @@ void tools_result_cleanup(struct tools_result *r)
     r->data = NULL;
     free(r->structured);
     r->structured = NULL;
+    free(r->call_result);
+    r->call_result = NULL;
     r->len = 0;
     r->is_json = false;
 }

@@ -28,6 +28,7 @@ struct watch;
 struct egress;
 struct portfwd;
 struct checkpoint;
+struct registry;
 
 /* The daemon's services, borrowed by every handler for the daemon's lifetime. A service that
  * this daemon does not run is NULL, and its tools fail with ERR_UNAVAILABLE. */
@@ -41,15 +42,20 @@ struct tools_ctx {
     struct egress *egress;   /* the sandboxes' egress proxy (denials noted in exec results) */
     struct portfwd *portfwd; /* port forwards into the sandboxes (expose_port, exec ports) */
     struct checkpoint *checkpoints; /* the workspace's checkpoint store */
+    struct registry *registry;      /* the external MCP servers (registry.h), or NULL */
 };
 
 struct tools_result {
-    char *data;       /* owned (free with tools_result_cleanup); NUL-terminated */
-    size_t len;       /* bytes in data */
-    bool is_json;     /* data is serialized JSON (else plain text, to be sent as a JSON string) */
-    char *structured; /* owned, or NULL: serialized JSON object with the same facts as a text
-                         result (MCP structuredContent); the HTTP answer carries it as
-                         "structured" beside "result" */
+    char *data;        /* owned (free with tools_result_cleanup); NUL-terminated */
+    size_t len;        /* bytes in data */
+    bool is_json;      /* data is serialized JSON (else plain text, to be sent as a JSON string) */
+    char *structured;  /* owned, or NULL: serialized JSON object with the same facts as a text
+                          result (MCP structuredContent); the HTTP answer carries it as
+                          "structured" beside "result" */
+    char *call_result; /* owned, or NULL: an external server's whole CallToolResult (JSON), which
+                          MCP clients get as it is (content of every type, structuredContent);
+                          data is then its text, or the same JSON */
+    bool is_error;     /* with call_result: the server said isError (a tool failure) */
 };
 
 void tools_result_cleanup(struct tools_result *r); /* safe on a zeroed struct */
@@ -126,6 +132,10 @@ int tools_get_console_output(const struct tools_ctx *ctx, struct call *call, con
                              struct tools_result *out, struct errinfo *err);
 int tools_clear_console_output(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                                struct tools_result *out, struct errinfo *err);
+
+/* The registry's tool (tools_registry.c): the external MCP servers' state. */
+int tools_mcp_servers(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
+                      struct tools_result *out, struct errinfo *err);
 
 /* Pure. Base64 (RFC 4648, padding optional, whitespace ignored) into an owned buffer
  * (free with free()); fails with ERR_INVALID naming the position of the first bad character. */

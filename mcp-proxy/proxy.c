@@ -85,6 +85,7 @@ struct proxy {
     struct pollfd *fds;        /* owned: stdin, then curl's sockets */
     size_t fds_cap;
     struct proxy_follow follow; /* runboxd's events as notifications */
+    struct proxy_tools tools;   /* the external servers' tools (proxy_tools.c) */
 };
 
 static const char oom_msg[] = "runbox is out of memory";
@@ -360,6 +361,8 @@ static void on_answer(void *ctx, const struct upstream_reply *reply)
         return;
     }
     mcp_call_on_cancel(call, NULL, NULL); /* from here on the answer is ours to give */
+    if (reply->outcome == UPSTREAM_ANSWERED)
+        proxy_tools_contact(&p->tools);
     if (pc->is_request) {
         pcall_free(pc);
         proxy_answer_request(call, reply, upstream_base_url(p->up));
@@ -383,7 +386,11 @@ static void on_answer(void *ctx, const struct upstream_reply *reply)
         upstream_map_answer(reply, upstream_base_url(p->up), &a);
     }
     pcall_free(pc);
-    if (a.ok) {
+    if (a.mcp_result) {
+        /* An external server's result goes to the client as the server gave it (as on /mcp). */
+        mcp_call_result(call, a.mcp_result);
+        a.mcp_result = NULL;
+    } else if (a.ok) {
         answer_tool(call, a.result, a.structured);
         a.result = NULL;
         a.structured = NULL;
@@ -401,9 +408,10 @@ static void on_daemon_started(void *ctx, bool ok, const char *reason)
     char msg[ERRINFO_MSG_MAX + 4200];
 
     p->wait_head = p->wait_tail = NULL;
-    if (ok)
+    if (ok) {
         proxy_follow_kick(&p->follow);
-    else
+        proxy_tools_refresh(&p->tools);
+    } else
         snprintf(msg, sizeof(msg), "could not start runboxd: %s; see %s", reason,
                  autostart_log_path(p->as));
     while (pc) {
@@ -498,11 +506,19 @@ static void on_tool(void *arg, struct mcp_call *call)
 
 /* ---- input ---- */
 
-static void on_line(void *ctx, const char *line, size_t len)
+static void handle_line(void *ctx, const char *line, size_t len)
 {
     struct proxy *p = ctx;
 
     mcp_session_handle(p->session, line, len, NULL);
+}
+
+static void on_line(void *ctx, const char *line, size_t len)
+{
+    struct proxy *p = ctx;
+
+    if (!proxy_tools_hold(&p->tools, line, len)) /* else it waits for the external tools */
+        handle_line(p, line, len);
 }
 
 static void on_oversized(void *ctx, size_t bytes)
@@ -600,17 +616,19 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
     for (;;) {
         int64_t now = upstream_now_ms();
         size_t nfds;
-        int timeout, follow_ms;
+        int timeout, follow_ms, tools_ms;
 
         upstream_dispatch(p->up, NULL, 0, now);
         autostart_tick(p->as, now);
+        tools_ms = proxy_tools_tick(&p->tools, now);
         follow_ms = proxy_follow_tick(&p->follow, now);
         upstream_dispatch(p->up, NULL, 0, now); /* starts a stream the follower opened */
         flush_output(p);
         /* After stdin ends, the calls already asked for are still answered (a client that
          * pipes requests in wants their answers); clients that want to stop at once send
          * SIGTERM after closing stdin, as the MCP lifecycle describes. */
-        if (p->out_closed || (p->in_eof && mcp_session_inflight(p->session) == 0))
+        if (p->out_closed ||
+            (p->in_eof && mcp_session_inflight(p->session) == 0 && !proxy_tools_holding(&p->tools)))
             return;
         if (stop_signal) {
             log_info("proxy: %s received; stopping", strsignal(stop_signal));
@@ -619,7 +637,7 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
         nfds = build_pollfds(p);
         now = upstream_now_ms(); /* writing stdout may have taken a while */
         timeout = min_timeout(upstream_timeout_ms(p->up, now), autostart_timeout_ms(p->as, now));
-        timeout = min_timeout(timeout, follow_ms);
+        timeout = min_timeout(min_timeout(timeout, follow_ms), tools_ms);
         if (wait_events(p, nfds, timeout, wait_mask) < 0) {
             if (errno == EINTR)
                 continue;
@@ -692,6 +710,14 @@ static void on_log_level(void *arg, struct mcp_session *s, int level)
     proxy_follow_set_level(&p->follow, level);
 }
 
+/* runboxd's tools changed or its event stream started: fetch the list again. */
+static void on_tools_changed(void *arg)
+{
+    struct proxy *p = arg;
+
+    proxy_tools_refresh(&p->tools);
+}
+
 static const struct mcp_transport stdio_transport = {.send = be_send};
 
 /* Installs the SIGTERM/SIGINT handler and blocks both; *wait_mask is the mask to wait with
@@ -732,7 +758,8 @@ static struct mcp_server *make_server(struct proxy *p, struct errinfo *err)
     struct mcp_server_info info = {.name = "runbox",
                                    .version = RUNBOX_VERSION,
                                    .instructions = catalog_instructions(cat),
-                                   .notifies = MCP_NOTIFY_RESOURCES | MCP_NOTIFY_UPDATES};
+                                   .notifies = MCP_NOTIFY_TOOLS | MCP_NOTIFY_RESOURCES |
+                                               MCP_NOTIFY_UPDATES};
     const struct mcp_interest in = {.subscribe = on_subscribe,
                                     .unsubscribe = on_unsubscribe,
                                     .log_level = on_log_level,
@@ -760,6 +787,7 @@ static void proxy_cleanup(struct proxy *p)
     /* Closes the session first: it cancels every call in flight through its cancel hook. */
     if (p->session)
         mcp_session_close(p->session);
+    proxy_tools_cleanup(&p->tools);
     proxy_follow_cleanup(&p->follow);
     mcp_server_free(p->srv);
     autostart_free(p->as);
@@ -798,6 +826,19 @@ int proxy_run(const struct proxy_config *cfg, int in_fd, int out_fd, struct erri
     p.fds = calloc(p.fds_cap, sizeof(*p.fds));
     p.srv = p.fds ? make_server(&p, err) : NULL;
     proxy_follow_init(&p.follow, p.up, p.srv);
+    if (p.srv) {
+        const struct proxy_tools_config tcfg = {.up = p.up,
+                                                .srv = p.srv,
+                                                .follow = &p.follow,
+                                                .handler = on_tool,
+                                                .handler_arg = &p,
+                                                .replay = handle_line,
+                                                .replay_ctx = &p};
+
+        proxy_tools_init(&p.tools, &tcfg);
+        p.follow.tools_changed = on_tools_changed;
+        p.follow.tools_arg = &p;
+    }
     p.session = p.srv ? mcp_session_new(p.srv, &stdio_transport, &p, 0, err) : NULL;
     if (!p.fds || !p.session) {
         errinfo_set(err, ERR_NOMEM, "proxy: cannot create the MCP session");

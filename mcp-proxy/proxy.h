@@ -134,6 +134,11 @@ struct mcp_server;
 struct sse_parser;
 
 struct proxy_follow {
+    /* Called (inside libcurl: it may only note what to do) when the stream says runboxd's
+     * tools changed and whenever a stream starts; that list change is then not forwarded, its
+     * owner tells the client once it has the new list. NULL: forwarded as it comes. */
+    void (*tools_changed)(void *arg);
+    void *tools_arg;
     struct upstream *up;      /* borrowed */
     struct mcp_server *srv;   /* borrowed: where notifications go */
     struct upstream_req *req; /* the stream, or NULL */
@@ -166,5 +171,63 @@ void proxy_follow_kick(struct proxy_follow *f);
 /* Each turn of the loop, outside libcurl's callbacks: opens or reopens the stream when due.
  * Returns the milliseconds until it wants the next turn, or -1. */
 int proxy_follow_tick(struct proxy_follow *f, int64_t now_ms);
+
+/* ---- the external MCP servers' tools (proxy_tools.c) ----
+ * runboxd's GET /tools lists the tools of the external servers of its registry beside its own
+ * (with _meta "runbox/server" and "runbox/tool"); runbox serves them too, fetching the list
+ * before it handles the client's first tools/ request and again whenever runboxd says it
+ * changed, and tells its client with notifications/tools/list_changed. Owner thread only; the
+ * fields are private. */
+
+struct proxy_tools_config {
+    struct upstream *up;         /* borrowed */
+    struct mcp_server *srv;      /* borrowed: the external tools are added to it */
+    struct proxy_follow *follow; /* borrowed: wanted once runboxd answered GET /tools */
+    void (*handler)(void *arg, struct mcp_call *call); /* runs a call of an external tool */
+    void *handler_arg;
+    /* Handles a line that waited for the first list (mcp_session_handle). */
+    void (*replay)(void *ctx, const char *line, size_t len);
+    void *replay_ctx;
+};
+
+struct held_line;
+struct proxy_tools {
+    struct proxy_tools_config cfg;
+    struct catalog *ext;      /* owned: the external tools served now, or NULL */
+    cJSON *served;            /* owned: served name -> the entry's JSON text, as registered */
+    struct upstream_req *req; /* GET /tools in flight, or NULL */
+    struct held_line *held, *held_tail; /* owned: lines waiting for the first list */
+    int state;                          /* idle (no tools/ request yet), first (lines wait), live */
+    int64_t first_deadline;             /* when the lines stop waiting for the first list (or 0) */
+    bool due;                           /* a GET /tools is to be started */
+    bool reached;                       /* runboxd answered a GET /tools (or, later, any request) */
+};
+
+/* Also sets srv's tool resolver (proxy_tools_resolve). cfg is copied. */
+void proxy_tools_init(struct proxy_tools *t, const struct proxy_tools_config *cfg);
+void proxy_tools_cleanup(struct proxy_tools *t);
+
+/* For every stdin line before the engine sees it: true when the line was kept, to be handled
+ * (through cfg.replay) once the first list is in; the first tools/ request starts that list. */
+bool proxy_tools_hold(struct proxy_tools *t, const char *line, size_t len);
+
+/* Lines are waiting (the loop must not end yet). */
+bool proxy_tools_holding(const struct proxy_tools *t);
+
+/* Asks for the list again (runboxd's tools changed, its event stream started, autostart
+ * brought it up). Safe inside libcurl's callbacks: the fetch starts in the next tick. */
+void proxy_tools_refresh(struct proxy_tools *t);
+
+/* runboxd answered a request: when no list ever reached it, fetch one now. */
+void proxy_tools_contact(struct proxy_tools *t);
+
+/* Each turn of the loop, outside libcurl's callbacks: starts a due fetch, hands over the lines
+ * that waited once the first list is in (or after a few seconds without it). Returns the
+ * milliseconds until it wants the next turn, or -1. */
+int proxy_tools_tick(struct proxy_tools *t, int64_t now_ms);
+
+/* The engine's resolver for "<server>/<tool>" and unambiguous bare names (mcp.h). */
+int proxy_tools_resolve(void *arg, const char *name, char *canonical, size_t size, char *why,
+                        size_t why_size);
 
 #endif /* MCP_PROXY_PROXY_H */

@@ -200,6 +200,10 @@ static bool on_event(void *ctx, const struct sse_event *ev)
             else if (strcmp(l->valuestring, "resources") == 0)
                 bits |= MCP_LIST_RESOURCES;
         }
+        if ((bits & MCP_LIST_TOOLS) && f->tools_changed) {
+            bits &= ~(unsigned)MCP_LIST_TOOLS;
+            f->tools_changed(f->tools_arg);
+        }
         if (bits)
             mcp_server_notify_list_changed(f->srv, bits);
     } else if (strcmp(ev->event, "resource_updated") == 0 && doc) {
@@ -212,6 +216,8 @@ static bool on_event(void *ctx, const struct sse_event *ev)
 
         f->had_ready = true;
         f->backoff_ms = RETRY_MIN_MS;
+        if (f->tools_changed) /* what changed before the stream began is not missed */
+            f->tools_changed(f->tools_arg);
         /* Live from here: a switch continues after what the daemon had when it began. */
         if (cJSON_IsNumber(latest) && (uint64_t)latest->valuedouble > f->last_id)
             f->last_id = (uint64_t)latest->valuedouble;

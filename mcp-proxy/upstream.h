@@ -129,6 +129,8 @@ struct upstream_answer {
     cJSON *structured; /* owned when ok: the answer's "structured" object (exec), or NULL */
     char *error;       /* owned (free) when !ok: the message for the client */
     bool timeout;      /* !ok: the failure was a timeout */
+    cJSON *mcp_result; /* owned, or NULL: an external server's whole CallToolResult (the
+                          answer's "mcp_result"), on a result and on an isError failure alike */
 };
 
 /* Maps a reply as DESIGN §3 says: 200 ok:true -> the result; 200 ok:false -> its error and

@@ -159,6 +159,8 @@ static int map_http(const struct upstream_reply *r, const char *base_url,
     cJSON *doc = cJSON_ParseWithLength(r->body, r->body_len);
     const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
 
+    if (r->status == 200 && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "mcp_result")))
+        out->mcp_result = cJSON_DetachItemFromObjectCaseSensitive(doc, "mcp_result");
     if (!cJSON_IsBool(ok)) {
         /* Every answer of runboxd's is a JSON object with "ok": anything else came from
          * another program on the port (or a proxy in between). */
@@ -217,6 +219,7 @@ void upstream_answer_cleanup(struct upstream_answer *a)
         return;
     cJSON_Delete(a->result);
     cJSON_Delete(a->structured);
+    cJSON_Delete(a->mcp_result);
     free(a->error);
     memset(a, 0, sizeof(*a));
 }

@@ -133,6 +133,18 @@ int mcp_server_remove_tool(struct mcp_server *srv, const char *name, struct erri
 /* How many tools the server has. */
 size_t mcp_server_tool_count(const struct mcp_server *srv);
 
+/* Another spelling of a tool's name (an alias): given a tools/call name that no tool has, a
+ * resolver writes the name of the tool it means into canonical (size bytes) and returns 1, or
+ * returns 0 when it knows none (the call is then -32602 "Unknown tool"), or -1 with a message
+ * for the client in why (why_size bytes; e.g. an ambiguous name and its candidates), which is
+ * sent as the -32602 error's message. Called without engine locks, on the thread that handles
+ * the request; it must not add or remove tools. */
+typedef int (*mcp_tool_resolver_fn)(void *arg, const char *name, char *canonical, size_t size,
+                                    char *why, size_t why_size);
+
+/* Sets the server's resolver (NULL removes it). */
+void mcp_server_set_tool_resolver(struct mcp_server *srv, mcp_tool_resolver_fn fn, void *arg);
+
 /* ---- resources ---- */
 
 struct mcp_resource {

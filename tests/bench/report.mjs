@@ -288,7 +288,9 @@ const extra = readJsonLines(o.extra);
 if (extra.length) {
   p('## Exec, console, resources and Studio');
   p();
-  p('Measured by `tests/bench/exec-bench.sh`, `resources-bench.mjs`, `sandbox-bench.mjs` and `studio-bench.mjs` in the');
+  p('Measured by `tests/bench/exec-bench.sh`, `resources-bench.mjs`, `sandbox-bench.mjs`,');
+  p('`studio-bench.mjs` and `registry-bench.mjs` (external MCP servers: its header says exactly what');
+  p('each row compares) in the');
   p('same run, through `runbox` over stdio unless the row says otherwise.');
   p();
   p('| measure | this run | target |  |');

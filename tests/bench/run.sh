@@ -411,6 +411,15 @@ if [[ "$SKIP_EXTRA" != 1 ]]; then
       log "studio benchmark failed: $(tail -c 600 "$RESULTS_DIR/studio.txt")"
     grep '^{' "$RESULTS_DIR/studio.txt" >>"$EXTRA_OUT" || true
   fi
+  if [[ -f "$REPO/tests/node_modules/mcp-hub/package.json" ]]; then
+    wait_quiet
+    log "external MCP servers: echo through runbox, runboxd and mcp-hub, 10 upstreams (machine ${QUIET_SEEN}% busy before)"
+    RUNBOXD="$RUNBOXD" RUNBOX="$RUNBOX" node "$HERE/registry-bench.mjs" >"$RESULTS_DIR/registry.txt" 2>&1 ||
+      log "registry benchmark failed: $(tail -c 600 "$RESULTS_DIR/registry.txt")"
+    grep '^{' "$RESULTS_DIR/registry.txt" >>"$EXTRA_OUT" || true
+  else
+    log "registry benchmark skipped: run npm ci in tests/ (mcp-hub is its peer)"
+  fi
 fi
 
 # ---------------------------------------------------------------- MCP over HTTP (issue 8)

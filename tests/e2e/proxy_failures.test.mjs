@@ -19,16 +19,26 @@ after(async () => {
 });
 
 // A fake runboxd. handler(req, res, body) decides what happens; seen lists every request and
-// aborted the ones whose connection closed before an answer was sent.
+// aborted the ones whose connection closed before an answer was sent. Like runboxd it lists
+// no external tools on GET /tools and keeps GET /events open (runbox asks for both: the
+// external servers' tools and their changes); those two are not in seen, and connections
+// counts only the connections that carried other requests.
 async function fakeDaemon(handler, port = 0) {
   const seen = [];
   const aborted = [];
   const waiters = [];
-  let connections = 0;
+  const sockets = new Set();
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
+      if (req.method === 'GET' && req.url === '/tools') return answer(res, 200, { tools: [] });
+      if (req.method === 'GET' && req.url.startsWith('/events')) {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        res.write('event: ready\ndata: {"latest_id":0}\n\n');
+        return;
+      }
+      sockets.add(req.socket);
       const entry = { method: req.method, url: req.url, headers: req.headers,
                       body: Buffer.concat(chunks).toString('utf8') };
       seen.push(entry);
@@ -40,7 +50,6 @@ async function fakeDaemon(handler, port = 0) {
       handler(req, res, entry);
     });
   });
-  server.on('connection', () => { connections++; });
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', resolve);
@@ -49,7 +58,7 @@ async function fakeDaemon(handler, port = 0) {
     port: server.address().port,
     url: `http://127.0.0.1:${server.address().port}`,
     seen, aborted, handler,
-    connections: () => connections,
+    connections: () => sockets.size,
     // Resolves when pred() becomes true (checked after every request event), however long
     // that takes.
     until(pred) {

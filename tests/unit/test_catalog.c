@@ -689,6 +689,59 @@ START_TEST(test_catalog_name_rule_length)
 }
 END_TEST
 
+/* External tools: what their servers wrote is kept (unknown keywords, $ref, no title), the
+ * route and budget are "external", and validation checks only what it knows. */
+START_TEST(test_catalog_external_is_lenient_and_routed_external)
+{
+    struct errinfo err = {0};
+    cJSON *doc = cJSON_Parse(
+        "{\"group\":\"external\",\"tools\":[{\"name\":\"gh__search\",\"inputSchema\":"
+        "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"type\":\"object\","
+        "\"properties\":{\"q\":{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"format\":"
+        "\"x\"},\"n\":{\"$ref\":\"#/definitions/n\"}},\"required\":[\"q\"],"
+        "\"definitions\":{\"n\":{\"type\":\"integer\"}}},\"annotations\":{\"title\":\"S\","
+        "\"readOnlyHint\":true},\"route\":\"external\",\"_meta\":{\"runbox/server\":\"gh\"}}]}");
+    struct catalog *cat = catalog_new_external(doc, &err);
+    const struct catalog_tool *t;
+    struct schema_report rep;
+    cJSON *args;
+
+    ck_assert_msg(cat != NULL, "%s", err.msg);
+    t = catalog_find(cat, "gh__search");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(catalog_tool_route(t), CATALOG_ROUTE_EXTERNAL);
+    ck_assert_int_eq(catalog_tool_budget(t), CATALOG_BUDGET_EXTERNAL);
+    ck_assert(catalog_tool_is_read_only(t));
+    ck_assert_ptr_nonnull(strstr(catalog_tools_json(cat), "\"_meta\":{\"runbox/server\":\"gh\"}"));
+    args = cJSON_Parse("{\"q\":\"ABC\",\"n\":\"not checked: $ref is the server's\"}");
+    ck_assert_int_eq(schema_validate(catalog_tool_input_schema(t), args, "arguments", &rep), 0);
+    cJSON_Delete(args);
+    args = cJSON_Parse("{\"q\":3}");
+    ck_assert_int_eq(schema_validate(catalog_tool_input_schema(t), args, "arguments", &rep), -1);
+    ck_assert_str_eq(rep.msgs[0], "arguments.q: expected string, got integer");
+    cJSON_Delete(args);
+    catalog_free(cat);
+}
+END_TEST
+
+START_TEST(test_catalog_external_route_is_for_external_catalogs_only)
+{
+    static const char *const strict[] = {
+        "{\"group\":\"g\",\"tools\":[{\"name\":\"t\",\"title\":\"T\",\"description\":\"d\","
+        "\"inputSchema\":{\"type\":\"object\"},\"route\":\"external\"}]}"};
+    struct errinfo err = {0};
+
+    ck_assert_ptr_null(catalog_new(strict, 1, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "route must be"));
+    errinfo_clear(&err);
+    ck_assert_ptr_null(catalog_new_external(
+        cJSON_Parse("{\"group\":\"e\",\"tools\":[{\"name\":\"t\",\"inputSchema\":{},"
+                    "\"route\":\"local\"}]}"),
+        &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "route must be \"external\""));
+}
+END_TEST
+
 static Suite *catalog_suite(void)
 {
     Suite *s = suite_create("catalog");
@@ -713,6 +766,8 @@ static Suite *catalog_suite(void)
 
     tc = tcase_create("custom");
     tcase_add_test(tc, test_catalog_custom_accessors);
+    tcase_add_test(tc, test_catalog_external_is_lenient_and_routed_external);
+    tcase_add_test(tc, test_catalog_external_route_is_for_external_catalogs_only);
     tcase_add_test(tc, test_catalog_empty_is_allowed);
     tcase_add_test(tc, test_catalog_builtin_amended_names_host_tools);
     tcase_add_loop_test(tc, test_catalog_rejects_table, 0,

@@ -60,7 +60,7 @@ static char *get_text(const char *name, const char *args_json, struct errinfo *e
 
 START_TEST(test_prompts_list_names_and_arguments)
 {
-    cJSON *l = prompts_list();
+    cJSON *l = prompts_list(NULL);
     const cJSON *arr = cJSON_GetObjectItem(l, "prompts"), *scaffold;
 
     ck_assert_int_eq(cJSON_GetArraySize(arr), 3);

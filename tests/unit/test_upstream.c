@@ -75,6 +75,29 @@ START_TEST(test_upstream_tool_failure_keeps_message_and_timeout)
 }
 END_TEST
 
+START_TEST(test_upstream_external_result_is_kept_whole)
+{
+    /* An external server's CallToolResult: kept beside the text, on a result and on isError. */
+    map_http(200, "{\"ok\":true,\"result\":\"Echo: x\",\"mcp_result\":{\"content\":[{\"type\":"
+                  "\"text\",\"text\":\"Echo: x\"}]}}");
+    ck_assert(ans.ok);
+    ck_assert(cJSON_IsArray(cJSON_GetObjectItem(ans.mcp_result, "content")));
+    upstream_answer_cleanup(&ans);
+    map_http(200, "{\"ok\":false,\"error\":\"w: failed\",\"mcp_result\":{\"content\":[],"
+                  "\"isError\":true}}");
+    ck_assert(!ans.ok);
+    ck_assert_str_eq(ans.error, "w: failed");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(ans.mcp_result, "isError")));
+    upstream_answer_cleanup(&ans);
+    /* Not an object, or not a 200: not a result to pass on. */
+    map_http(200, "{\"ok\":true,\"result\":\"a\",\"mcp_result\":\"text\"}");
+    ck_assert_ptr_null(ans.mcp_result);
+    upstream_answer_cleanup(&ans);
+    map_http(503, "{\"ok\":false,\"error\":\"busy\",\"mcp_result\":{\"content\":[]}}");
+    ck_assert_ptr_null(ans.mcp_result);
+}
+END_TEST
+
 START_TEST(test_upstream_tool_failure_without_message)
 {
     map_http(200, "{\"ok\":false}");
@@ -236,6 +259,7 @@ static Suite *upstream_suite(void)
     tcase_add_test(http, test_upstream_ok_without_result_is_empty);
     tcase_add_test(http, test_upstream_tool_failure_keeps_message_and_timeout);
     tcase_add_test(http, test_upstream_tool_failure_without_message);
+    tcase_add_test(http, test_upstream_external_result_is_kept_whole);
     tcase_add_test(http, test_upstream_200_with_garbage_body);
     tcase_add_test(http, test_upstream_400_joins_details);
     tcase_add_test(http, test_upstream_400_without_details);

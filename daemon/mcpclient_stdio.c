@@ -1,0 +1,518 @@
+/* daemon/mcpclient_stdio.c - the stdio transport of the MCP client (see mcpclient_int.h): the
+ * server is a child of runboxd, JSON-RPC messages are lines on its stdin and stdout, and its
+ * stderr goes to the console (source "mcp:<name>").
+ *
+ * The child is forked (not posix_spawn: it must ask for PR_SET_PDEATHSIG, so that a runboxd
+ * killed with -9 takes its servers along) into a process group of its own, with the signals
+ * runboxd blocks unblocked and SIGPIPE back to its default; a failure before exec reaches the
+ * parent as an errno on a close-on-exec pipe. Its environment is runboxd's, less RUNBOX_TOKEN,
+ * plus the config's "env". It is stopped the way the MCP spec asks: stdin closed, then SIGTERM
+ * to its group, then SIGKILL. With "sandbox": true it runs under bubblewrap: the host's files
+ * read-only, a private /tmp, no home directories, and no network unless the exec network
+ * policy allows it. */
+#include "mcpclient_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "registry.h"
+
+extern char **environ;
+
+#define READ_CHUNK      (64u << 10)
+#define STDERR_LINE_MAX 4096
+#define KEEP_EDGE       1024 /* bytes of an oversized message's head and tail kept for its id */
+#define STOP_STDIN_MS   500  /* after stdin is closed, before SIGTERM */
+#define STOP_TERM_MS    1000 /* after SIGTERM, before SIGKILL */
+
+/* A growing line of stdout (or stderr), and what is kept of one too long to hold. */
+struct linebuf {
+    char *data;
+    size_t len, cap, max;
+    bool discarding; /* the line is over max: only its size, head and tail are kept */
+    size_t dropped;
+    char head[KEEP_EDGE], tail[KEEP_EDGE];
+    size_t head_len, tail_len;
+};
+
+struct child {
+    pid_t pid;
+    int in, out, err; /* our ends; -1 when closed */
+    int pidfd;
+    char *wbuf; /* what is being written to stdin */
+    size_t wlen, woff;
+    struct linebuf lo, le;
+    int status;
+    bool reaped;
+};
+
+/* ---- building the command ---- */
+
+/* The full path of cmd on PATH (or cmd itself when it has a '/'). Owned, or NULL. */
+static char *find_command(const char *cmd, const char *path)
+{
+    const char *p = path && path[0] ? path : "/usr/local/bin:/usr/bin:/bin";
+
+    if (strchr(cmd, '/'))
+        return access(cmd, X_OK) == 0 ? strdup(cmd) : NULL;
+    while (*p) {
+        size_t n = strcspn(p, ":");
+        char full[4096];
+
+        if (n && (size_t)snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, cmd) < sizeof(full) &&
+            access(full, X_OK) == 0)
+            return strdup(full);
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return NULL;
+}
+
+/* The value of NAME in the config's env, else in runboxd's, or NULL. */
+static const char *env_value(const struct registry_spec *s, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (size_t i = 0; i < s->env.n; i++)
+        if (strncmp(s->env.v[i], name, n) == 0 && s->env.v[i][n] == '=')
+            return s->env.v[i] + n + 1;
+    return getenv(name);
+}
+
+/* runboxd's environment without RUNBOX_TOKEN and the names the config sets, then the
+ * config's. Owned array (its strings borrowed), or NULL. */
+static char **build_env(const struct registry_spec *s)
+{
+    size_t n = 0, k = 0;
+    char **envp;
+
+    while (environ[n])
+        n++;
+    envp = calloc(n + s->env.n + 1, sizeof(*envp));
+    if (!envp)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ[i];
+        size_t nl = strcspn(e, "=");
+        bool overridden = strncmp(e, "RUNBOX_TOKEN=", 13) == 0;
+
+        for (size_t j = 0; j < s->env.n && !overridden; j++)
+            overridden = strncmp(s->env.v[j], e, nl + 1) == 0;
+        if (!overridden)
+            envp[k++] = environ[i];
+    }
+    for (size_t j = 0; j < s->env.n; j++)
+        envp[k++] = s->env.v[j];
+    return envp;
+}
+
+/* argv: the command and its args, under bwrap when the spec asks for the sandbox. Owned array
+ * (strings borrowed from the spec, the literals and *path). */
+static char **build_argv(const struct mcpclient_options *o, const struct registry_spec *s,
+                         const char *path)
+{
+    static const char *const sandbox[] = {"--die-with-parent",
+                                          "--new-session",
+                                          "--unshare-user",
+                                          "--unshare-pid",
+                                          "--unshare-ipc",
+                                          "--unshare-uts",
+                                          "--ro-bind",
+                                          "/",
+                                          "/",
+                                          "--dev",
+                                          "/dev",
+                                          "--proc",
+                                          "/proc",
+                                          "--tmpfs",
+                                          "/tmp",
+                                          "--tmpfs",
+                                          "/home",
+                                          "--tmpfs",
+                                          "/root",
+                                          "--cap-drop",
+                                          "ALL"};
+    size_t ns = sizeof(sandbox) / sizeof(sandbox[0]);
+    char **argv = calloc(s->args.n + ns + 8, sizeof(*argv));
+    size_t k = 0;
+
+    if (!argv)
+        return NULL;
+    if (s->sandbox) {
+        argv[k++] = (char *)o->bwrap;
+        for (size_t i = 0; i < ns; i++)
+            argv[k++] = (char *)sandbox[i];
+        if (!o->allow_network)
+            argv[k++] = "--unshare-net";
+        argv[k++] = "--chdir";
+        argv[k++] = s->cwd ? s->cwd : "/tmp";
+        argv[k++] = "--";
+    }
+    argv[k++] = (char *)path;
+    for (size_t i = 0; i < s->args.n; i++)
+        argv[k++] = s->args.v[i];
+    return argv;
+}
+
+/* ---- the child ---- */
+
+/* After fork: only async-signal-safe calls until exec. */
+static void __attribute__((noreturn))
+child_exec(const char *file, char **argv, char **envp, const char *cwd, int in, int out, int err,
+           int report, pid_t parent)
+{
+    sigset_t all;
+    int e;
+
+    setpgid(0, 0);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        _exit(127);
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        goto fail;
+    if (cwd && chdir(cwd) < 0)
+        goto fail;
+    execve(file, argv, envp);
+fail:
+    e = errno;
+    if (write(report, &e, sizeof(e)) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
+{
+    const struct registry_spec *s = mcpclient__spec(c);
+    const struct mcpclient_options *o = mcpclient__options(c);
+    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, rep[2] = {-1, -1};
+    char *path = find_command(s->command, env_value(s, "PATH"));
+    char **argv = NULL, **envp = NULL;
+    pid_t parent = getpid();
+    int rc = -1, e = 0;
+    ssize_t n;
+
+    if (!path) {
+        errinfo_set(why, ERR_NOT_FOUND, "command \"%.200s\" was not found (PATH: %.300s)",
+                    s->command, env_value(s, "PATH") ? env_value(s, "PATH") : "(unset)");
+        return -1;
+    }
+    if (s->sandbox && !o->bwrap) {
+        errinfo_set(why, ERR_UNAVAILABLE,
+                    "\"sandbox\": true needs bubblewrap, which this runboxd does not have");
+        goto out;
+    }
+    argv = build_argv(o, s, path);
+    envp = build_env(s);
+    if (!argv || !envp || pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 ||
+        pipe2(perr, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+        errinfo_sys(why, "cannot start %s", s->command);
+        goto out;
+    }
+    ch->pid = fork();
+    if (ch->pid < 0) {
+        errinfo_sys(why, "cannot fork for %s", s->command);
+        goto out;
+    }
+    if (ch->pid == 0)
+        child_exec(argv[0], argv, envp, s->sandbox ? NULL : s->cwd, pin[0], pout[1], perr[1],
+                   rep[1], parent);
+    close_fd(&rep[1]);
+    do
+        n = read(rep[0], &e, sizeof(e));
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(e)) {
+        waitpid(ch->pid, NULL, 0);
+        ch->pid = -1;
+        errno = e;
+        errinfo_sys(why, "cannot run \"%s\"%s%s", path, s->cwd ? " in " : "", s->cwd ? s->cwd : "");
+        goto out;
+    }
+    ch->in = pin[1];
+    ch->out = pout[0];
+    ch->err = perr[0];
+    pin[1] = pout[0] = perr[0] = -1;
+    fcntl(ch->in, F_SETFL, O_NONBLOCK);
+    fcntl(ch->out, F_SETFL, O_NONBLOCK);
+    fcntl(ch->err, F_SETFL, O_NONBLOCK);
+    ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
+    mcpclient__set_pid(c, (long)ch->pid);
+    log_info("mcp %s: started %s (pid %ld)", s->name, path, (long)ch->pid);
+    rc = 0;
+out:
+    close_fd(&pin[0]);
+    close_fd(&pin[1]);
+    close_fd(&pout[0]);
+    close_fd(&pout[1]);
+    close_fd(&perr[0]);
+    close_fd(&perr[1]);
+    close_fd(&rep[0]);
+    close_fd(&rep[1]);
+    free(argv);
+    free(envp);
+    free(path);
+    return rc;
+}
+
+/* ---- lines ---- */
+
+static void line_end(struct mcpclient *c, struct linebuf *b, bool is_out)
+{
+    if (b->discarding) {
+        if (is_out)
+            mcpclient__oversized(c, b->dropped, b->head, b->head_len, b->tail, b->tail_len);
+        else
+            mcpclient__stderr_line(c, b->head, b->head_len);
+    } else if (is_out) {
+        size_t n = b->len;
+
+        while (n && b->data[n - 1] == '\r')
+            n--;
+        if (n)
+            mcpclient__receive(c, b->data, n);
+    } else {
+        mcpclient__stderr_line(c, b->data ? b->data : "", b->len);
+    }
+    b->len = 0;
+    b->discarding = false;
+    b->dropped = b->head_len = b->tail_len = 0;
+}
+
+/* Appends part of a line; past b->max the line is only counted (head and tail kept). */
+static int line_add(struct linebuf *b, const char *p, size_t n)
+{
+    if (!b->discarding && b->len + n > b->max) {
+        b->discarding = true;
+        b->dropped = b->len;
+        b->head_len = b->len < KEEP_EDGE ? b->len : KEEP_EDGE;
+        memcpy(b->head, b->data, b->head_len);
+        b->len = 0;
+    }
+    if (b->discarding) {
+        b->dropped += n;
+        if (n >= KEEP_EDGE) {
+            memcpy(b->tail, p + n - KEEP_EDGE, KEEP_EDGE);
+            b->tail_len = KEEP_EDGE;
+        } else {
+            size_t keep = b->tail_len + n > KEEP_EDGE ? KEEP_EDGE - n : b->tail_len;
+
+            memmove(b->tail, b->tail + b->tail_len - keep, keep);
+            memcpy(b->tail + keep, p, n);
+            b->tail_len = keep + n;
+        }
+        return 0;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *grown;
+
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        grown = realloc(b->data, cap);
+        if (!grown)
+            return -1;
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+/* Reads what fd has; 1 at EOF, -1 on error, 0 otherwise. */
+static int read_lines(struct mcpclient *c, int fd, struct linebuf *b, bool is_out)
+{
+    static _Thread_local char buf[READ_CHUNK];
+
+    for (int rounds = 0; rounds < 64; rounds++) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        size_t start = 0;
+
+        if (n == 0)
+            return 1;
+        if (n < 0)
+            return errno == EAGAIN || errno == EINTR ? 0 : -1;
+        for (size_t i = 0; i < (size_t)n; i++) {
+            if (buf[i] != '\n')
+                continue;
+            if (line_add(b, buf + start, i - start) < 0)
+                return -1;
+            line_end(c, b, is_out);
+            start = i + 1;
+        }
+        if (start < (size_t)n && line_add(b, buf + start, (size_t)n - start) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the connection ---- */
+
+/* Moves queued messages into the write buffer and writes what stdin takes. -1: stdin is
+ * closed (the child is gone). */
+static int pump_stdin(struct mcpclient *c, struct child *ch)
+{
+    for (;;) {
+        if (ch->woff == ch->wlen) {
+            size_t len;
+            char *msg = mcpclient__next_out(c, &len);
+            char *line;
+
+            free(ch->wbuf);
+            ch->wbuf = NULL;
+            ch->wlen = ch->woff = 0;
+            if (!msg)
+                return 0;
+            line = realloc(msg, len + 1);
+            if (!line) {
+                free(msg);
+                return 0;
+            }
+            line[len] = '\n';
+            ch->wbuf = line;
+            ch->wlen = len + 1;
+        }
+        while (ch->woff < ch->wlen) {
+            ssize_t n = write(ch->in, ch->wbuf + ch->woff, ch->wlen - ch->woff);
+
+            if (n < 0)
+                return errno == EAGAIN || errno == EINTR ? 0 : -1;
+            ch->woff += (size_t)n;
+        }
+    }
+}
+
+static bool child_exited(struct child *ch, int wait_ms)
+{
+    if (ch->reaped)
+        return true;
+    if (ch->pidfd >= 0 && wait_ms > 0) {
+        struct pollfd p = {.fd = ch->pidfd, .events = POLLIN};
+
+        while (poll(&p, 1, wait_ms) < 0 && errno == EINTR)
+            ;
+    }
+    if (waitpid(ch->pid, &ch->status, WNOHANG) == ch->pid)
+        ch->reaped = true;
+    return ch->reaped;
+}
+
+/* Stops the child: stdin closed, SIGTERM, SIGKILL, each after a grace period; reaps it. */
+static void stop_child(struct child *ch)
+{
+    close_fd(&ch->in);
+    if (ch->pid <= 0)
+        return;
+    if (!child_exited(ch, STOP_STDIN_MS)) {
+        kill(-ch->pid, SIGTERM);
+        if (!child_exited(ch, STOP_TERM_MS)) {
+            kill(-ch->pid, SIGKILL);
+            waitpid(ch->pid, &ch->status, 0);
+            ch->reaped = true;
+        }
+    }
+    kill(-ch->pid, SIGKILL); /* whatever the server left running in its group */
+}
+
+static void describe_exit(const struct child *ch, struct errinfo *why)
+{
+    if (!ch->reaped)
+        errinfo_set(why, ERR_UNAVAILABLE, "closed its stdout");
+    else if (WIFEXITED(ch->status))
+        errinfo_set(why, ERR_UNAVAILABLE, "exited with status %d", WEXITSTATUS(ch->status));
+    else if (WIFSIGNALED(ch->status))
+        errinfo_set(why, ERR_UNAVAILABLE, "was killed by signal %d (%s)", WTERMSIG(ch->status),
+                    strsignal(WTERMSIG(ch->status)));
+}
+
+static void serve(struct mcpclient *c, struct child *ch, struct errinfo *why)
+{
+    mcpclient__opened(c);
+    for (;;) {
+        struct pollfd p[4] = {{.fd = mcpclient__wake_fd(c), .events = POLLIN},
+                              {.fd = ch->out, .events = POLLIN},
+                              {.fd = ch->err, .events = POLLIN},
+                              {.fd = -1, .events = POLLOUT}};
+        int r;
+
+        if (mcpclient__should_end(c, why))
+            return;
+        if (pump_stdin(c, ch) < 0) {
+            child_exited(ch, STOP_STDIN_MS);
+            describe_exit(ch, why);
+            if (!errinfo_is_set(why))
+                errinfo_set(why, ERR_UNAVAILABLE, "closed its stdin");
+            return;
+        }
+        p[3].fd = ch->woff < ch->wlen ? ch->in : -1;
+        r = poll(p, 4, mcpclient__poll_ms(c));
+        if (r < 0 && errno != EINTR) {
+            errinfo_sys(why, "poll");
+            return;
+        }
+        if (p[0].revents & POLLIN)
+            mcpclient__drain_wake(c);
+        if (ch->err >= 0 && (p[2].revents & (POLLIN | POLLHUP)) &&
+            read_lines(c, ch->err, &ch->le, false) != 0) {
+            if (ch->le.len)
+                line_end(c, &ch->le, false);
+            close_fd(&ch->err);
+        }
+        if (p[1].revents & (POLLIN | POLLHUP)) {
+            int rc = read_lines(c, ch->out, &ch->lo, true);
+
+            if (rc != 0) {
+                /* stderr may still hold the reason: read what is there. */
+                if (ch->err >= 0)
+                    read_lines(c, ch->err, &ch->le, false);
+                if (ch->le.len)
+                    line_end(c, &ch->le, false);
+                child_exited(ch, STOP_STDIN_MS);
+                describe_exit(ch, why);
+                return;
+            }
+        }
+    }
+}
+
+static void run(struct mcpclient *c, struct errinfo *why)
+{
+    struct child ch = {.pid = -1, .in = -1, .out = -1, .err = -1, .pidfd = -1};
+
+    ch.lo.max = MCPCLIENT_MESSAGE_MAX;
+    ch.le.max = STDERR_LINE_MAX;
+    if (spawn(c, &ch, why) == 0) {
+        serve(c, &ch, why);
+        stop_child(&ch);
+    }
+    mcpclient__set_pid(c, 0);
+    close_fd(&ch.in);
+    close_fd(&ch.out);
+    close_fd(&ch.err);
+    close_fd(&ch.pidfd);
+    free(ch.wbuf);
+    free(ch.lo.data);
+    free(ch.le.data);
+}
+
+const struct mcpclient_transport mcpclient__stdio = {.name = "stdio", .run = run};

@@ -1,0 +1,389 @@
+// The outbound registry against real MCP servers from npm, started by the test itself:
+// @modelcontextprotocol/server-filesystem over stdio, @modelcontextprotocol/server-everything
+// over stdio, legacy SSE and Streamable HTTP, an SDK server over WebSocket (tests/lib/
+// mcpservers.mjs), and the same test server over stdio. One client of each of runboxd's
+// transports (POST /tool, /mcp, /sse, /ws) sees and calls the same external tools.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startDaemon } from '../lib/daemon.mjs';
+import { startWsServer } from '../lib/mcpservers.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const modules = path.join(here, '..', 'node_modules', '@modelcontextprotocol');
+const everything = path.join(modules, 'server-everything', 'dist', 'index.js');
+const filesystem = path.join(modules, 'server-filesystem', 'dist', 'index.js');
+const testServerScript = path.join(here, '..', 'lib', 'mcpservers.mjs');
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'registry-test-'));
+chmodSync(tmp, 0o755); // runboxd started as root serves as nobody: its servers read here
+const children = [];
+const wsEvents = { cancelled: [], headers: [], started: 0 };
+let daemon, ws, ws2;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+// Starts server-everything in an HTTP mode on a free port; resolves once it says it listens.
+async function startEverything(mode) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [everything, mode], {
+    env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(child);
+  await new Promise((resolve, reject) => {
+    let err = '';
+    child.stderr.on('data', (c) => {
+      err += c;
+      if (/listening on port|running on port/i.test(err)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`server-everything ${mode} exited ${code}: ${err}`)));
+  });
+  return port;
+}
+
+async function servers() {
+  return (await daemon.get('/mcp-servers')).body.servers;
+}
+
+// Waits until server `name` is in state `state` (and, with since, has restarted past it).
+async function waitState(name, state, pred = () => true) {
+  for (;;) {
+    const s = (await servers()).find((x) => x.name === name);
+    if (s && s.state === state && pred(s)) return s;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+// Waits until the console has a line from mcp:<name> matching re.
+async function waitConsole(name, re) {
+  for (;;) {
+    const r = await daemon.call('console_logs', { source: 'mcp', limit: 1000 });
+    const entries = r.body.result.entries;
+    if (entries.some((e) => e.source === `mcp:${name}` && re.test(e.message))) return;
+    await new Promise((r2) => setTimeout(r2, 25));
+  }
+}
+
+before(async () => {
+  const [httpPort, ssePort] = await Promise.all([startEverything('streamableHttp'),
+                                                 startEverything('sse')]);
+  ws = await startWsServer('w', {
+    started: () => { wsEvents.started++; },
+    cancelled: (n) => wsEvents.cancelled.push(n),
+    headers: (h) => wsEvents.headers.push(h),
+  });
+  ws2 = await startWsServer('w2');
+  const config = {
+    mcpServers: {
+      fs: { command: process.execPath, args: [filesystem, tmp] },
+      ev: { command: process.execPath, args: [everything, 'stdio'] },
+      evhttp: { url: `http://127.0.0.1:${httpPort}/mcp` },
+      evsse: { url: `http://127.0.0.1:${ssePort}/sse`, type: 'sse' },
+      w: { url: ws.url, headers: { Authorization: 'Bearer ${env:REGISTRY_TEST_TOKEN}' } },
+      w2: { url: ws2.url, tools: ['echo', 'no_such_tool'] },
+      st: { command: process.execPath, args: [testServerScript, 'stdio', 'st'], timeout_ms: 60000 },
+      off: { command: process.execPath, args: [everything, 'stdio'], enabled: false },
+    },
+  };
+  writeFileSync(path.join(tmp, 'config.json'), JSON.stringify(config));
+  writeFileSync(path.join(tmp, 'hello.txt'), 'hello from the filesystem server');
+  daemon = await startDaemon({ workspace: ':memory:', args: ['--config', path.join(tmp, 'config.json')],
+                               env: { REGISTRY_TEST_TOKEN: 'tok-123' } });
+  await Promise.all(['fs', 'ev', 'evhttp', 'evsse', 'w', 'w2', 'st'].map((n) => waitState(n, 'ready')));
+});
+
+after(async () => {
+  await daemon?.stop();
+  await ws?.close();
+  await ws2?.close();
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test('every server is ready with its transport, protocol and counts; a disabled one is listed', async () => {
+  const list = await servers();
+  const by = Object.fromEntries(list.map((s) => [s.name, s]));
+  assert.equal(by.fs.transport, 'stdio');
+  assert.equal(by.evhttp.transport, 'http');
+  assert.equal(by.evsse.transport, 'sse');
+  assert.equal(by.w.transport, 'ws');
+  for (const n of ['fs', 'ev', 'evhttp', 'evsse', 'w', 'st']) {
+    assert.equal(by[n].protocol, '2025-11-25', n);
+    assert.ok(by[n].tools > 0, n);
+  }
+  assert.ok(by.ev.prompts > 0 && by.ev.resources > 0);
+  assert.equal(by.off.state, 'disabled');
+  assert.match(by.w2.warning, /tools names no_such_tool, which the server does not have/);
+  const health = (await daemon.get('/health')).body;
+  assert.equal(health.mcp_servers.configured, 8);
+  assert.equal(health.mcp_servers.ready, 7);
+  assert.equal(health.mcp_servers.servers.off, 'disabled');
+  const tool = await daemon.call('mcp_servers', { name: 'evsse' });
+  assert.equal(tool.body.result.servers.length, 1);
+  assert.equal(tool.body.result.servers[0].state, 'ready');
+});
+
+test('GET /tools lists the external tools as <server>__<tool> in the allowed form', async () => {
+  const tools = (await daemon.get('/tools')).body.tools;
+  const names = tools.map((t) => t.name);
+  for (const n of ['fs__list_directory', 'fs__read_text_file', 'ev__echo', 'evhttp__echo',
+                   'evsse__echo', 'w__echo', 'w2__echo', 'st__slow', 'read_file', 'exec'])
+    assert.ok(names.includes(n), n);
+  assert.ok(!names.includes('w2__slow'), 'the allow list keeps only echo');
+  for (const n of names) assert.match(n, /^[A-Za-z0-9_-]{1,64}$/);
+  const echo = tools.find((t) => t.name === 'ev__echo');
+  assert.equal(echo._meta['runbox/server'], 'ev');
+  assert.equal(echo.inputSchema.type, 'object');
+});
+
+test('POST /tool calls each upstream, by served name, server/tool, and the bare name', async () => {
+  for (const n of ['ev', 'evhttp', 'evsse']) {
+    const r = await daemon.call(`${n}__echo`, { message: n });
+    assert.equal(r.status, 200);
+    assert.deepEqual([r.body.ok, r.body.result], [true, `Echo: ${n}`]);
+  }
+  const slash = await daemon.call('w/echo', { message: 'slash' });
+  assert.equal(slash.body.result, 'w: slash');
+  assert.equal(wsEvents.headers.at(-1).authorization, 'Bearer tok-123', 'the config header, from ${env:}');
+  const fs = await daemon.call('fs__read_text_file', { path: path.join(tmp, 'hello.txt') });
+  assert.equal(fs.body.ok, true, JSON.stringify(fs.body));
+  assert.match(JSON.stringify(fs.body.result), /hello from the filesystem server/);
+  // Runbox's own read_file wins the bare name; the server's stays reachable as fs__read_file.
+  const own = await daemon.call('read_file', { path: '/nothing-here' });
+  assert.match(own.body.error, /no such file|not found/i);
+  // A bare name several servers have is an error naming the candidates.
+  const amb = await daemon.call('echo', { message: 'x' });
+  assert.equal(amb.status, 404);
+  assert.match(amb.body.error, /ambiguous/);
+  assert.match(amb.body.error, /ev__echo/);
+  assert.match(amb.body.error, /w2__echo/);
+  // The upstream's schema is checked by runbox's validator where it can.
+  const bad = await daemon.call('ev__get-sum', { a: 1, b: 'two' });
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.error, /arguments\.b: expected number, got string/);
+});
+
+async function mcpClient(kind) {
+  const base = new URL(daemon.url);
+  const client = new Client({ name: `registry-${kind}`, version: '1.0.0' });
+  const transport = kind === 'mcp' ? new StreamableHTTPClientTransport(new URL('/mcp', base))
+    : kind === 'sse' ? new SSEClientTransport(new URL('/sse', base))
+      : new WebSocketClientTransport(new URL(`ws://127.0.0.1:${daemon.port}/ws`));
+  await client.connect(transport);
+  return client;
+}
+
+for (const kind of ['mcp', 'sse', 'ws']) {
+  test(`an MCP client on /${kind} sees and calls the same external tools`, async () => {
+    const client = await mcpClient(kind);
+    try {
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name);
+      for (const n of ['fs__list_directory', 'ev__echo', 'evhttp__echo', 'evsse__echo', 'w__echo'])
+        assert.ok(names.includes(n), `${kind}: ${n}`);
+      for (const n of ['ev__echo', 'evhttp__echo', 'evsse__echo']) {
+        const r = await client.callTool({ name: n, arguments: { message: kind } });
+        assert.deepEqual(r.content, [{ type: 'text', text: `Echo: ${kind}` }]);
+      }
+      const img = await client.callTool({ name: 'ev__get-tiny-image', arguments: {} });
+      assert.ok(img.content.some((c) => c.type === 'image'), 'content other than text passes through');
+      const alias = await client.callTool({ name: 'w/echo', arguments: { message: 'alias' } });
+      assert.equal(alias.content[0].text, 'w: alias');
+      const { prompts } = await client.listPrompts();
+      assert.ok(prompts.some((p) => p.name.startsWith('ev__')), 'external prompts are listed');
+      const p = prompts.find((x) => x.name === 'ev__simple-prompt') ?? prompts.find((x) => x.name.startsWith('ev__') && !(x.arguments || []).some((a) => a.required));
+      const got = await client.getPrompt({ name: p.name, arguments: {} });
+      assert.ok(got.messages.length > 0);
+      const { resources } = await client.listResources();
+      const ext = resources.find((r) => r.uri.startsWith('demo://') || r.uri.startsWith('test://'));
+      assert.ok(ext, 'external resources are listed');
+      const read = await client.readResource({ uri: ext.uri });
+      assert.ok(read.contents.length > 0);
+    } finally {
+      await client.close();
+    }
+  });
+}
+
+test('progress from the upstream reaches the client; a cancelled call cancels the upstream call', async () => {
+  const client = await mcpClient('mcp');
+  try {
+    const ac = new AbortController();
+    const progress = [];
+    const before = wsEvents.cancelled.length;
+    const call = client.callTool({ name: 'w__slow', arguments: { ms: 600000 } }, undefined, {
+      signal: ac.signal,
+      onprogress: (p) => { progress.push(p); ac.abort(); },
+    });
+    await assert.rejects(call);
+    assert.equal(progress[0].progress, 1);
+    assert.equal(progress[0].message, 'started');
+    while (wsEvents.cancelled.length === before) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(wsEvents.cancelled.at(-1), 'w');
+    // The server still serves.
+    const r = await client.callTool({ name: 'w__echo', arguments: { message: 'still' } });
+    assert.equal(r.content[0].text, 'w: still');
+  } finally {
+    await client.close();
+  }
+});
+
+test('list_changed from an upstream reaches an /mcp client and the new tool is callable', async () => {
+  const client = await mcpClient('mcp');
+  try {
+    const changed = new Promise((resolve) =>
+      client.setNotificationHandler(ToolListChangedNotificationSchema, resolve));
+    await client.callTool({ name: 'w__add_tool', arguments: { tool: 'fresh' } });
+    await changed;
+    let names = [];
+    while (!names.includes('w__fresh')) {
+      names = (await client.listTools()).tools.map((t) => t.name);
+      if (!names.includes('w__fresh')) await new Promise((r) => setTimeout(r, 20));
+    }
+    const r = await client.callTool({ name: 'w__fresh', arguments: {} });
+    assert.equal(r.content[0].text, 'w: fresh ran');
+    assert.ok((await daemon.get('/tools')).body.tools.some((t) => t.name === 'w__fresh'));
+  } finally {
+    await client.close();
+  }
+});
+
+test('an upstream killed mid-call fails that call with its name; the next call works after the restart', async () => {
+  const st = await waitState('st', 'ready');
+  const call = daemon.call('st__slow', { ms: 600000 });
+  await waitConsole('st', /slow call started/);
+  process.kill(st.pid, 'SIGKILL');
+  const r = await call;
+  assert.equal(r.body.ok, false);
+  assert.match(r.body.error, /^st: was killed by signal 9/);
+  assert.match(r.body.error, /its last stderr lines: .*slow call started/);
+  const again = await waitState('st', 'ready', (s) => s.restarts >= 1 && s.pid !== st.pid);
+  assert.match(again.last_error, /killed by signal 9/);
+  const ok = await daemon.call('st__echo', { message: 'back' });
+  assert.equal(ok.body.result, 'st: back');
+});
+
+test('a client that drops its POST /tool cancels the upstream call', async () => {
+  const before = wsEvents.cancelled.length, started = wsEvents.started;
+  const http = await import('node:http');
+  const req = http.request({ host: '127.0.0.1', port: daemon.port, path: '/tool/w__slow',
+                             method: 'POST', headers: { 'Content-Type': 'application/json' } });
+  req.on('error', () => {});
+  req.end(JSON.stringify({ ms: 600000 }));
+  // Once the upstream runs the call, hang up.
+  while (wsEvents.started === started) await new Promise((r) => setTimeout(r, 20));
+  req.destroy();
+  while (wsEvents.cancelled.length === before) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(wsEvents.cancelled.at(-1), 'w');
+});
+
+test('16 calls in flight to 4 upstreams at once', async () => {
+  // Four WebSocket servers whose calls wait at one gate until all 16 have started: the gate
+  // only opens if runboxd really has them all in flight together.
+  let started = 0, open;
+  const gate = new Promise((resolve) => { open = resolve; });
+  const events = { started: () => { if (++started === 16) open(); }, gate: () => gate };
+  const four = await Promise.all([0, 1, 2, 3].map((i) => startWsServer(`g${i}`, events)));
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('gates', {
+    mcpServers: Object.fromEntries(four.map((s, i) => [`g${i}`, { url: s.url, timeout_ms: 60000 }])),
+  })] });
+  try {
+    for (;;) {
+      const st = (await d.get('/mcp-servers')).body.servers;
+      if (st.every((s) => s.state === 'ready')) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const calls = [];
+    for (let i = 0; i < 16; i++) calls.push(d.call(`g${i % 4}__slow`, { ms: 1 }));
+    const answers = await Promise.all(calls);
+    for (let i = 0; i < 16; i++)
+      assert.equal(answers[i].body.result, `g${i % 4}: through the gate`, JSON.stringify(answers[i].body));
+    assert.equal(started, 16);
+  } finally {
+    await d.stop();
+    await Promise.all(four.map((s) => s.close()));
+  }
+});
+
+function writeConfig(name, obj) {
+  const p = path.join(tmp, `${name}.json`);
+  writeFileSync(p, typeof obj === 'string' ? obj : JSON.stringify(obj));
+  return p;
+}
+
+test('bad config entries are errors naming the file and the key; the daemon starts with the rest', async () => {
+  const html = (await import('node:http')).createServer((req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/html' });
+    res.end('<html><body>not MCP</body></html>');
+  });
+  await new Promise((r) => html.listen(0, '127.0.0.1', r));
+  const refused = await freePort();
+  const good = path.join(tmp, 'good.json');
+  const file = writeConfig('bad', `{"mcpServers": {
+    "typo": {"url": "http://127.0.0.1:1/x", "type": "carrier-pigeon"},
+    "nocmd": {"command": "no-such-command-registry-test"},
+    "refused": {"url": "http://127.0.0.1:${refused}/mcp"},
+    "html": {"url": "http://127.0.0.1:${html.address().port}/"},
+    "ok": {"command": ${JSON.stringify(process.execPath)}, "args": [${JSON.stringify(testServerScript)}, "stdio", "ok"]},
+    "ok": {"command": "true"}
+  }}`);
+  writeConfig('good', { mcpServers: { extra: { command: process.execPath, args: [testServerScript, 'stdio', 'extra'] } } });
+  const malformed = writeConfig('malformed', '{"mcpServers": {');
+  const d = await startDaemon({ workspace: ':memory:',
+    args: ['--config', file, '--mcp-config', good, '--mcp-config', malformed] });
+  try {
+    let by;
+    for (;;) {
+      by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name + (s.config_error ? '!' : ''), s]));
+      const r = by.refused, h = by.html;
+      if (by.ok?.state === 'ready' && by.extra?.state === 'ready' && r?.last_error && h?.last_error) break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    assert.match(by['typo!'].config_error, new RegExp(`${file.replace(/[.]/g, '\\.')}: mcpServers\\.typo\\.type: unknown type "carrier-pigeon"`));
+    assert.equal(by['typo!'].state, 'failed');
+    assert.match(by['nocmd!'].config_error, /mcpServers\.nocmd\.command: "no-such-command-registry-test" was not found/);
+    assert.match(by['ok!'].config_error, /mcpServers\.ok: a second server named "ok"/);
+    assert.match(by.refused.last_error, /^refused: .*Couldn't connect|^refused: .*refused/i);
+    assert.match(by.html.last_error, /HTML page/);
+    assert.equal(by.extra.state, 'ready', 'a server of --mcp-config FILE');
+    assert.match(d.stderr(), new RegExp(`${malformed.replace(/[.]/g, '\\.')}: not a JSON config file`));
+    assert.match(d.stderr(), /mcpServers\.typo\.type: unknown type .*the server is skipped/);
+    const r = await d.call('ok__echo', { message: 'fine' });
+    assert.equal(r.body.result, 'ok: fine');
+    const missing = await d.call('html__echo', {});
+    assert.equal(missing.status, 404);
+    assert.match(missing.body.error, /MCP server html is (failed|connecting)/);
+  } finally {
+    await d.stop();
+    html.close();
+  }
+});
+
+test('no endpoint or method adds a server: the registry is read-only from the outside', async () => {
+  const post = await daemon.get('/mcp-servers', {});
+  assert.equal(post.status, 200);
+  const { request } = await import('../lib/daemon.mjs');
+  const r = await request(daemon.port, '/mcp-servers', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                        body: JSON.stringify({ name: 'evil', command: 'sh' }) });
+  assert.equal(r.status, 405);
+  const t = await daemon.call('mcp_servers', { name: 'evil', command: 'sh' });
+  assert.equal(t.status, 400, 'mcp_servers takes no command');
+});

@@ -1,0 +1,100 @@
+// Test MCP servers written with the official SDK, for the registry's tests: a WebSocket
+// server (the SDK has a WebSocket client transport but no server one, so the transport is
+// here: one JSON-RPC message per text frame, subprotocol "mcp"), and the tools every test
+// server offers (echo, a slow call that reports progress and notices cancellation, a tool that
+// adds a tool, a huge answer).
+import { WebSocketServer } from 'ws';
+import { pathToFileURL } from 'node:url';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+
+// The SDK's Transport over one accepted WebSocket.
+class WsServerTransport {
+  constructor(socket) {
+    this.socket = socket;
+  }
+  async start() {
+    this.socket.on('message', (data) => {
+      let msg;
+      try {
+        msg = JSON.parse(data.toString());
+      } catch (e) {
+        this.onerror?.(e);
+        return;
+      }
+      this.onmessage?.(msg);
+    });
+    this.socket.on('close', () => this.onclose?.());
+  }
+  async send(message) {
+    this.socket.send(JSON.stringify(message));
+  }
+  async close() {
+    this.socket.close();
+  }
+}
+
+// An McpServer with the test tools. events.cancelled(name) is called when a slow call sees
+// its cancellation.
+export function testServer(name, events = {}) {
+  const server = new McpServer({ name, version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+  server.registerTool('echo', { description: 'Echoes', inputSchema: { message: z.string() } },
+    async ({ message }) => ({ content: [{ type: 'text', text: `${name}: ${message}` }] }));
+  server.registerTool('slow', { description: 'Waits until cancelled or ms pass, reporting progress',
+    inputSchema: { ms: z.number() } },
+    async ({ ms }, extra) => {
+      const token = extra._meta?.progressToken;
+      if (token !== undefined)
+        await extra.sendNotification({ method: 'notifications/progress',
+          params: { progressToken: token, progress: 1, total: 2, message: 'started' } });
+      events.started?.(name);
+      if (events.gate) {
+        await events.gate(name);
+        return { content: [{ type: 'text', text: `${name}: through the gate` }] };
+      }
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, ms);
+        extra.signal.addEventListener('abort', () => { clearTimeout(t); events.cancelled?.(name); resolve(); });
+      });
+      return { content: [{ type: 'text', text: `${name}: slept` }] };
+    });
+  server.registerTool('add_tool', { description: 'Adds a tool named by the argument', inputSchema: { tool: z.string() } },
+    async ({ tool }) => {
+      server.registerTool(tool, { description: 'Added' }, async () => ({ content: [{ type: 'text', text: `${name}: ${tool} ran` }] }));
+      return { content: [{ type: 'text', text: 'added' }] };
+    });
+  server.registerTool('fail', { description: 'Answers isError', inputSchema: { why: z.string() } },
+    async ({ why }) => ({ content: [{ type: 'text', text: `${name}: failed: ${why}` }], isError: true }));
+  server.registerTool('huge', { description: 'Answers n megabytes', inputSchema: { mb: z.number() } },
+    async ({ mb }) => ({ content: [{ type: 'text', text: 'x'.repeat(mb * 1024 * 1024) }] }));
+  return server;
+}
+
+// Starts a WebSocket MCP server on a free loopback port; resolves to {url, close()}. Each
+// connection gets a server of its own (as an SDK HTTP server does per session).
+export async function startWsServer(name, events = {}) {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0,
+    handleProtocols: (protocols) => (protocols.has('mcp') ? 'mcp' : false) });
+  await new Promise((resolve) => wss.on('listening', resolve));
+  wss.on('connection', (socket, req) => {
+    events.headers?.(req.headers);
+    testServer(name, events).connect(new WsServerTransport(socket));
+  });
+  return {
+    url: `ws://127.0.0.1:${wss.address().port}/`,
+    close: () => new Promise((resolve) => { for (const c of wss.clients) c.terminate(); wss.close(resolve); }),
+  };
+}
+
+// As a program: `node mcpservers.mjs stdio NAME` serves the test tools over stdio, and says
+// on stderr when a slow call starts or sees its cancellation (the console shows it).
+if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === 'stdio') {
+  const name = process.argv[3] || 'stdio';
+  const server = testServer(name, {
+    started: () => console.error(`${name}: slow call started`),
+    cancelled: () => console.error(`${name}: slow call cancelled`),
+  });
+  await server.connect(new StdioServerTransport());
+  console.error(`${name}: serving on stdio`);
+}

@@ -1,0 +1,245 @@
+/* tests/unit/test_registry.c - the registry's config shapes and names (registry_config.c):
+ * every shape a user brings, ${env:VAR}, and each bad entry kept with an error that names the
+ * file and the key while the others are read. Pure: no server is started. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "registry.h"
+
+static struct registry_specs specs;
+
+static const char *fake_env(const char *name)
+{
+    if (strcmp(name, "GITHUB_TOKEN") == 0)
+        return "ghp_secret";
+    if (strcmp(name, "EMPTY") == 0)
+        return "";
+    return NULL;
+}
+
+static void setup(void)
+{
+    memset(&specs, 0, sizeof(specs));
+}
+
+static void teardown(void)
+{
+    registry_specs_cleanup(&specs);
+}
+
+static void add_text(const char *path, const char *text)
+{
+    struct errinfo err = {0};
+
+    ck_assert_int_eq(registry_specs_add_text(&specs, path, text, fake_env, &err), 0);
+}
+
+static const struct registry_spec *named(const char *name)
+{
+    for (size_t i = 0; i < specs.n; i++)
+        if (strcmp(specs.v[i].name, name) == 0)
+            return &specs.v[i];
+    ck_abort_msg("no spec named %s", name);
+    return NULL;
+}
+
+START_TEST(test_registry_reads_the_claude_desktop_shape)
+{
+    const struct registry_spec *fs, *gh;
+
+    add_text("/c.json",
+             "{\"mcpServers\": {"
+             "\"fs\": {\"command\": \"npx\", \"args\": [\"-y\", \"server-fs\", \"/tmp\"]},"
+             "\"gh\": {\"command\": \"gh-mcp\", \"env\": {\"GITHUB_TOKEN\": "
+             "\"${env:GITHUB_TOKEN}\"}, \"cwd\": \"/srv\"}},"
+             "\"globalShortcut\": \"x\"}");
+    ck_assert_uint_eq(specs.n, 2);
+    fs = named("fs");
+    ck_assert_ptr_null(fs->error);
+    ck_assert_int_eq(fs->transport, REGISTRY_STDIO);
+    ck_assert_str_eq(fs->command, "npx");
+    ck_assert_uint_eq(fs->args.n, 3);
+    ck_assert_str_eq(fs->args.v[2], "/tmp");
+    ck_assert(fs->enabled);
+    ck_assert_int_eq(fs->timeout_ms, REGISTRY_TIMEOUT_DEFAULT);
+    ck_assert_str_eq(fs->prefix, "fs");
+    gh = named("gh");
+    ck_assert_uint_eq(gh->env.n, 1);
+    ck_assert_str_eq(gh->env.v[0], "GITHUB_TOKEN=ghp_secret");
+    ck_assert_str_eq(gh->cwd, "/srv");
+}
+END_TEST
+
+START_TEST(test_registry_chooses_the_transport_from_type_and_url)
+{
+    const char *text = "{\"servers\": {"
+                       "\"a\": {\"url\": \"https://api.example.com/mcp\"},"
+                       "\"b\": {\"url\": \"wss://x.example/ws\"},"
+                       "\"c\": {\"url\": \"http://localhost:1/sse\", \"type\": \"sse\"},"
+                       "\"d\": {\"url\": \"ws://localhost:2\", \"type\": \"websocket\"},"
+                       "\"e\": {\"type\": \"stdio\", \"command\": \"x\"},"
+                       "\"f\": {\"url\": \"http://h/mcp\", \"headers\": {\"Authorization\": "
+                       "\"Bearer ${env:GITHUB_TOKEN}\"}}}}";
+
+    add_text("/vscode.json", text);
+    ck_assert_int_eq(named("a")->transport, REGISTRY_HTTP);
+    ck_assert_int_eq(named("b")->transport, REGISTRY_WS);
+    ck_assert_int_eq(named("c")->transport, REGISTRY_SSE);
+    ck_assert_int_eq(named("d")->transport, REGISTRY_WS);
+    ck_assert_int_eq(named("e")->transport, REGISTRY_STDIO);
+    ck_assert_str_eq(named("f")->headers.v[0], "Authorization: Bearer ghp_secret");
+    for (size_t i = 0; i < specs.n; i++)
+        ck_assert_msg(!specs.v[i].error, "%s: %s", specs.v[i].name, specs.v[i].error);
+}
+END_TEST
+
+START_TEST(test_registry_reads_the_list_form_and_per_server_keys)
+{
+    struct errinfo err = {0};
+    cJSON *v = cJSON_Parse("[{\"name\": \"files\", \"transport\": {\"type\": \"stdio\", "
+                           "\"command\": \"srv\", \"args\": [\"--x\"]}, \"enabled\": false, "
+                           "\"timeout_ms\": 5000, \"tools\": [\"read\"], \"disabled_tools\": "
+                           "[\"write\"], \"prefix\": \"my files!\", \"sandbox\": true},"
+                           "{\"name\": \"api\", \"transport\": {\"type\": \"websocket\", "
+                           "\"url\": \"ws://127.0.0.1:9/\"}}]");
+    const struct registry_spec *f;
+
+    ck_assert_int_eq(registry_specs_add(&specs, "/l.json", "mcpServers", v, fake_env, &err), 0);
+    cJSON_Delete(v);
+    f = named("files");
+    ck_assert_ptr_null(f->error);
+    ck_assert(!f->enabled);
+    ck_assert(f->sandbox);
+    ck_assert_int_eq(f->timeout_ms, 5000);
+    ck_assert_str_eq(f->allow.v[0], "read");
+    ck_assert_str_eq(f->deny.v[0], "write");
+    ck_assert_str_eq(f->prefix, "my_files_");
+    ck_assert_int_eq(named("api")->transport, REGISTRY_WS);
+}
+END_TEST
+
+/* Each bad entry: its error names the file and the key; the good one beside it is fine. */
+static const struct {
+    const char *entry, *error;
+} bad[] = {
+    {"{\"url\": \"http://h/\", \"type\": \"carrier-pigeon\"}",
+     "/b.json: mcpServers.x.type: unknown type \"carrier-pigeon\"; expected stdio, http, sse or "
+     "ws"},
+    {"{}", "/b.json: mcpServers.x: needs \"command\" (a stdio server) or \"url\" (a remote one)"},
+    {"{\"command\": 7}", "/b.json: mcpServers.x.command: expected a non-empty string, got integer"},
+    {"{\"command\": \"c\", \"args\": \"-v\"}",
+     "/b.json: mcpServers.x.args: expected an array of strings, got string"},
+    {"{\"command\": \"c\", \"env\": {\"T\": \"${env:NOPE}\"}}",
+     "/b.json: mcpServers.x.env.T: ${env:NOPE} is not set in runboxd's environment; set it, or "
+     "put the value in the file"},
+    {"{\"url\": \"ftp://h/\"}",
+     "/b.json: mcpServers.x.url: an HTTP server's URL starts with http:// or https://"},
+    {"{\"url\": \"http://h/\", \"type\": \"ws\"}",
+     "/b.json: mcpServers.x.url: a WebSocket server's URL starts with ws:// or wss://"},
+    {"{\"command\": \"c\", \"timeout_ms\": 5}",
+     "/b.json: mcpServers.x.timeout_ms: expected a whole number of milliseconds 100-3600000"},
+    {"{\"url\": \"http://h/\", \"sandbox\": true}",
+     "/b.json: mcpServers.x.sandbox: only a stdio server runs in the sandbox"},
+    {"{\"url\": \"http://h/\", \"headers\": {\"X\": \"a\\r\\nInjected: 1\"}}",
+     "/b.json: mcpServers.x.headers.X: not a usable header"},
+    {"\"npx server\"", "/b.json: mcpServers.x: expected an object, got string"},
+};
+
+START_TEST(test_registry_keeps_a_bad_entry_with_its_error_and_reads_the_rest)
+{
+    char text[1024];
+
+    snprintf(text, sizeof(text), "{\"mcpServers\": {\"x\": %s, \"ok\": {\"command\": \"c\"}}}",
+             bad[_i].entry);
+    add_text("/b.json", text);
+    ck_assert_uint_eq(specs.n, 2);
+    ck_assert_ptr_nonnull(named("x")->error);
+    ck_assert_str_eq(named("x")->error, bad[_i].error);
+    ck_assert_ptr_null(named("ok")->error);
+}
+END_TEST
+
+START_TEST(test_registry_a_second_server_of_one_name_is_an_error)
+{
+    add_text("/one.json", "{\"mcpServers\": {\"dup\": {\"command\": \"a\"}}}");
+    add_text("/two.json", "{\"mcpServers\": {\"dup\": {\"command\": \"b\"}}}");
+    ck_assert_uint_eq(specs.n, 2);
+    ck_assert_ptr_null(specs.v[0].error);
+    ck_assert_str_eq(specs.v[1].error, "/two.json: mcpServers.dup: a second server named \"dup\" "
+                                       "(the first is /one.json: mcpServers.dup); names must be "
+                                       "unique");
+}
+END_TEST
+
+START_TEST(test_registry_a_file_that_is_not_a_config_is_one_failed_entry)
+{
+    add_text("/broken.json", "{\"mcpServers\": {");
+    add_text("/other.json", "{\"theme\": \"dark\"}");
+    ck_assert_uint_eq(specs.n, 2);
+    ck_assert_msg(strncmp(specs.v[0].error, "/broken.json: not a JSON config file", 36) == 0, "%s",
+                  specs.v[0].error);
+    ck_assert_str_eq(specs.v[1].error, "/other.json: has no \"mcpServers\" or \"servers\" object; "
+                                       "no server was read from it");
+}
+END_TEST
+
+START_TEST(test_registry_served_names_fit_the_strictest_clients)
+{
+    char buf[REGISTRY_NAME_MAX + 1], again[REGISTRY_NAME_MAX + 1], other[REGISTRY_NAME_MAX + 1];
+    const char *long_name = "a_tool_name_that_is_much_too_long_to_fit_after_any_prefix_at_all_x";
+
+    registry_served_name("github", "create_issue", buf, sizeof(buf));
+    ck_assert_str_eq(buf, "github__create_issue");
+    registry_served_name("my server", "tools/run.v2", buf, sizeof(buf));
+    ck_assert_str_eq(buf, "my_server__tools_run_v2");
+    registry_served_name("s", long_name, buf, sizeof(buf));
+    ck_assert_uint_eq(strlen(buf), REGISTRY_NAME_MAX);
+    registry_served_name("s", long_name, again, sizeof(again));
+    ck_assert_str_eq(buf, again); /* deterministic */
+    registry_served_name("s", "a_tool_name_that_is_much_too_long_to_fit_after_any_prefix_at_all_y",
+                         other, sizeof(other));
+    ck_assert_str_ne(buf, other); /* the hash tells cut names apart */
+    for (const char *p = buf; *p; p++)
+        ck_assert(strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", *p));
+    registry_sanitize("", buf, sizeof(buf));
+    ck_assert_str_eq(buf, "_");
+    registry_sanitize("\xc3\xa9t\xc3\xa9", buf, sizeof(buf));
+    ck_assert_str_eq(buf, "__t__");
+}
+END_TEST
+
+static Suite *registry_suite(void)
+{
+    Suite *s = suite_create("registry");
+    TCase *shapes = tcase_create("shapes"), *errors = tcase_create("errors");
+    TCase *names = tcase_create("names");
+
+    tcase_add_checked_fixture(shapes, setup, teardown);
+    tcase_add_checked_fixture(errors, setup, teardown);
+    tcase_add_test(shapes, test_registry_reads_the_claude_desktop_shape);
+    tcase_add_test(shapes, test_registry_chooses_the_transport_from_type_and_url);
+    tcase_add_test(shapes, test_registry_reads_the_list_form_and_per_server_keys);
+    tcase_add_loop_test(errors, test_registry_keeps_a_bad_entry_with_its_error_and_reads_the_rest,
+                        0, sizeof(bad) / sizeof(bad[0]));
+    tcase_add_test(errors, test_registry_a_second_server_of_one_name_is_an_error);
+    tcase_add_test(errors, test_registry_a_file_that_is_not_a_config_is_one_failed_entry);
+    tcase_add_test(names, test_registry_served_names_fit_the_strictest_clients);
+    suite_add_tcase(s, shapes);
+    suite_add_tcase(s, errors);
+    suite_add_tcase(s, names);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(registry_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
