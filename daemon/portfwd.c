@@ -354,6 +354,10 @@ static void *accept_main(void *arg)
         for (size_t i = 1; i < n; i++) {
             int fd;
 
+            /* A listener that detach shut down reports a hang-up; its number may already name
+             * another socket, so the set is rebuilt before any accept. */
+            if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL))
+                break;
             if (!(fds[i].revents & POLLIN))
                 continue;
             fd = accept4(fds[i].fd, NULL, NULL, SOCK_CLOEXEC);
@@ -392,8 +396,14 @@ struct portfwd *portfwd_new(struct errinfo *err)
 /* Stops a run's listeners and connections (pf->lock held). */
 static void close_run(struct portfwd *pf, struct att *a)
 {
-    for (size_t i = 0; i < a->nfwd; i++)
+    /* The accept thread may be in poll() on these listeners, and poll holds each socket open
+     * until it returns: after close() alone the kernel would go on taking connections there and
+     * reset them later. shutdown() takes a listener out of listening at once, so a client that
+     * connects once detach has returned is refused. */
+    for (size_t i = 0; i < a->nfwd; i++) {
+        shutdown(a->fwd[i].fd, SHUT_RDWR);
         close(a->fwd[i].fd);
+    }
     a->nfwd = 0;
     for (struct conn *c = pf->conns; c; c = c->next)
         if (c->att == a) {

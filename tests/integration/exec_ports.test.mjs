@@ -9,6 +9,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import { request, startDaemon } from '../lib/daemon.mjs';
+import { until } from '../lib/wait.mjs';
 
 function ok(r) {
   assert.equal(r.status, 200, r.text);
@@ -76,8 +77,12 @@ describe('exec: port forwards', () => {
     const bad = await get(idle.url);
     assert.equal(bad.status, 502);
     assert.match(bad.text, new RegExp(`Process ${pid} is not listening on port 8001 in its sandbox yet`));
-    // The forward ends with the process.
+    // The forward ends with the process: once the daemon says the process ended, its port
+    // refuses (never accepts and then resets). kill answers once the end is seen, or after 3 s
+    // on a machine too slow for that: the wait covers the second case.
     ok(await d.call('kill', { pid, signal: 'KILL' }));
+    await until(`process ${pid} ended`, async () =>
+      ok(await d.call('process_list')).result.processes.find((p) => p.pid === pid).state !== 'running');
     await assert.rejects(get(url), /ECONNREFUSED/);
     assert.match(fail(await d.call('expose_port', { pid, port: 8000 })), /is not running/);
   });
