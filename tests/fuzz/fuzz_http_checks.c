@@ -28,7 +28,11 @@ static bool digits_equal(const char *s, int port)
 {
     long v = 0;
 
-    if (!*s || strlen(s) > 9)
+    if (!*s)
+        return false;
+    while (s[0] == '0' && s[1]) /* leading zeros name the same port (RFC 3986: *DIGIT) */
+        s++;
+    if (strlen(s) > 9)
         return false;
     for (const char *p = s; *p; p++) {
         if (*p < '0' || *p > '9')
