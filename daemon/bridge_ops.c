@@ -27,10 +27,22 @@ struct op {
     struct bridge_reply reply;
 };
 
+#define EARLY_RING 16 /* ids cancelled before their claim came */
+
+/* A claim waiting for the first call of its operation (on the claimer's stack). */
+struct waiter {
+    struct waiter *next;
+    const char *call_id;
+    bool cancelled;
+};
+
 struct bridge_ops {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     struct op ops[BRIDGE_OPS_MAX];
+    struct waiter *waiters;
+    char early[EARLY_RING][BRIDGE_ID_MAX];
+    size_t early_next;
 };
 
 static int64_t mono_ms(void)
@@ -144,12 +156,47 @@ static void busy_reply(struct bridge_reply *out, const char *op)
     out->len = out->data ? strlen(out->data) : 0;
 }
 
+static void cancelled_reply(struct bridge_reply *out, const char *op)
+{
+    char msg[300];
+
+    snprintf(msg, sizeof(msg),
+             "cancelled while waiting for the first call with operation_id %.64s (it still runs "
+             "in Studio); this call sent nothing",
+             op);
+    memset(out, 0, sizeof(*out));
+    out->kind = ERR_CANCELLED;
+    out->data = strdup(msg);
+    out->len = out->data ? strlen(out->data) : 0;
+}
+
+/* True when call_id was cancelled before its claim came (mu held). */
+static bool cancelled_early(const struct bridge_ops *o, const char *call_id)
+{
+    for (size_t i = 0; i < EARLY_RING; i++)
+        if (strcmp(o->early[i], call_id) == 0)
+            return true;
+    return false;
+}
+
+static void unlink_waiter(struct bridge_ops *o, const struct waiter *w)
+{
+    for (struct waiter **pp = &o->waiters; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            return;
+        }
+}
+
 enum bridge_op_claim bridge_ops__claim(struct bridge_ops *o, const char *tool, const char *op,
-                                       int64_t wait_ms, struct bridge_reply *out)
+                                       const char *call_id, int64_t wait_ms,
+                                       struct bridge_reply *out)
 {
     char key[KEY_MAX];
     int64_t until = mono_ms() + wait_ms;
     enum bridge_op_claim res = BRIDGE_OP_RUN;
+    struct waiter me = {.call_id = call_id};
+    bool listed = false;
 
     make_key(key, tool, op);
     memset(out, 0, sizeof(*out));
@@ -171,18 +218,50 @@ enum bridge_op_claim bridge_ops__claim(struct bridge_ops *o, const char *tool, c
             res = copy_reply(out, &e->reply) == 0 ? BRIDGE_OP_REPLAY : BRIDGE_OP_BUSY;
             break;
         }
+        if (me.cancelled || (!listed && cancelled_early(o, call_id))) {
+            res = BRIDGE_OP_CANCELLED;
+            break;
+        }
         if (now >= until) {
             res = BRIDGE_OP_BUSY;
             break;
+        }
+        if (!listed) {
+            me.next = o->waiters;
+            o->waiters = &me;
+            listed = true;
         }
         ts.tv_sec = (time_t)(until / 1000);
         ts.tv_nsec = (long)(until % 1000) * 1000000L;
         (void)pthread_cond_timedwait(&o->cond, &o->mu, &ts);
     }
+    if (listed)
+        unlink_waiter(o, &me);
     pthread_mutex_unlock(&o->mu);
     if (res == BRIDGE_OP_BUSY)
         busy_reply(out, op);
+    else if (res == BRIDGE_OP_CANCELLED)
+        cancelled_reply(out, op);
     return res;
+}
+
+bool bridge_ops__cancel(struct bridge_ops *o, const char *call_id)
+{
+    struct waiter *w;
+
+    pthread_mutex_lock(&o->mu);
+    for (w = o->waiters; w; w = w->next)
+        if (strcmp(w->call_id, call_id) == 0)
+            break;
+    if (w) {
+        w->cancelled = true;
+        pthread_cond_broadcast(&o->cond);
+    } else {
+        snprintf(o->early[o->early_next], BRIDGE_ID_MAX, "%s", call_id);
+        o->early_next = (o->early_next + 1) % EARLY_RING;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return w != NULL;
 }
 
 void bridge_ops__finish(struct bridge_ops *o, const char *tool, const char *op,
