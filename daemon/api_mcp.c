@@ -9,6 +9,7 @@
  * gives over stdio. */
 #include "api_mcp.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,7 @@ static void on_tool(void *arg, struct mcp_call *mc)
     pthread_attr_t attr;
     pthread_t t;
     bool long_call;
+    char client[32];
 
     if (!m) {
         tool_failed(mc, "runboxd is out of memory", false);
@@ -164,6 +166,9 @@ static void on_tool(void *arg, struct mcp_call *mc)
         tool_failed(mc, err.msg, false);
         return;
     }
+    /* Each session is a client of its own: Studio serves clients in turn (bridge_call_for). */
+    snprintf(client, sizeof(client), "mcp:%" PRIu64, mcp_call_session_serial(mc));
+    call_set_client(m->c, client);
     if (mcp_call_wants_progress(mc))
         call_set_progress(m->c, progress_sink, mc);
     /* Legacy sessions hear every console entry at their level (on_event); a modern request

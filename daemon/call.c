@@ -55,6 +55,7 @@ struct call {
     const cJSON *args; /* borrowed */
     int budget;        /* the row it holds, or -1 */
     char id[48];
+    char client[64]; /* who asked (call_set_client), "" when unnamed */
     pthread_mutex_t mu;
     bool cancelled;
     void (*hook)(void *arg);
@@ -391,6 +392,17 @@ const char *call_id(const struct call *c)
     return c->id;
 }
 
+void call_set_client(struct call *c, const char *client)
+{
+    if (c)
+        snprintf(c->client, sizeof(c->client), "%s", client ? client : "");
+}
+
+const char *call_client(const struct call *c)
+{
+    return c->client;
+}
+
 const struct catalog_tool *call_tool(const struct call *c)
 {
     return c->tool;
@@ -505,7 +517,7 @@ static int run_studio(struct call *c, struct tools_result *out, struct errinfo *
         return -1;
     }
     call_on_cancel(c, bridge_cancel_hook, c);
-    bridge_call(b, c->id, catalog_tool_name(c->tool), c->args, &rep);
+    bridge_call_for(b, c->id, c->client, catalog_tool_name(c->tool), c->args, &rep);
     call_off_cancel(c);
     if (!rep.data) {
         errinfo_set(err, ERR_NOMEM, "out of memory waiting for Studio");
