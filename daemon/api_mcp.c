@@ -124,6 +124,17 @@ static void finish(struct mcall *m)
     if (call_run(m->c, &res, &err) < 0) {
         mcp_call_on_cancel(mc, NULL, NULL);
         tool_failed(mc, res.data ? res.data : err.msg, err.kind == ERR_TIMEOUT);
+    } else if (catalog_tool_answers_image(call_tool(m->c)) && res.is_json) {
+        /* A picture (capture_screenshot): image content, the other facts as text. */
+        cJSON *doc = cJSON_ParseWithLength(res.data, res.len);
+        cJSON *result = catalog_image_result(doc);
+
+        cJSON_Delete(doc);
+        mcp_call_on_cancel(mc, NULL, NULL);
+        if (result)
+            mcp_call_result(mc, result);
+        else
+            tool_failed(mc, "runboxd could not build the image result (out of memory)", false);
     } else {
         mcp_call_on_cancel(mc, NULL, NULL);
         if (res.structured)
