@@ -358,7 +358,7 @@ START_TEST(test_catalog_listing_leaves_out_default_hints)
 END_TEST
 
 /* An image tool's answer becomes image content plus the other facts, as text and structured;
- * read_file is not one; an answer without data or mimeType is refused. */
+ * capture_screenshot is one, read_file is not; an answer without data or mimeType is refused. */
 START_TEST(test_catalog_image_result)
 {
     const struct catalog *cat = catalog_builtin();
@@ -369,6 +369,7 @@ START_TEST(test_catalog_image_result)
     const cJSON *content = cJSON_GetObjectItem(res, "content"), *img, *txt;
     char *facts;
 
+    ck_assert(catalog_tool_answers_image(catalog_find(cat, "capture_screenshot")));
     ck_assert(!catalog_tool_answers_image(catalog_find(cat, "read_file")));
     ck_assert_ptr_nonnull(res);
     ck_assert_int_eq(cJSON_GetArraySize(content), 2);
