@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "opcache.h"
 
 #define FINISHED_RING 128  /* recently finished command ids, to tell late answers from unknown */
 #define TOMBS         8    /* recently disconnected instances */
@@ -97,7 +98,7 @@ struct bridge {
     size_t queue_max;
     int64_t (*clock_ms)(void *arg);
     void *clock_arg;
-    struct bridge_ops *ops; /* operation_id answers (own lock; never used under mu) */
+    struct opcache *ops; /* operation_id answers (own lock; never used under mu) */
     /* Round robin: when each client was last handed a command (serve_seq at that time). */
     struct {
         char name[BRIDGE_ID_MAX];
@@ -189,7 +190,7 @@ struct bridge *bridge_new(const struct bridge_options *opt, struct errinfo *err)
         errinfo_set(err, ERR_INTERNAL, "cannot create the Studio bridge's condition variable");
         return NULL;
     }
-    b->ops = bridge_ops__new();
+    b->ops = opcache_new();
     if (!b->ops) {
         pthread_cond_destroy(&b->poll_cond);
         pthread_mutex_destroy(&b->mu);
@@ -205,7 +206,7 @@ void bridge_free(struct bridge *b)
     if (!b)
         return;
     /* Every command belongs to a running bridge_call, and none may run now. */
-    bridge_ops__free(b->ops);
+    opcache_free(b->ops);
     pthread_cond_destroy(&b->poll_cond);
     pthread_mutex_destroy(&b->mu);
     free(b);
@@ -780,6 +781,19 @@ static void run_cmd(struct bridge *b, struct cmd *c, const cJSON *args)
     pthread_mutex_unlock(&b->mu);
 }
 
+/* Moves an operation's answer into a reply (the data changes hands). */
+static void reply_of(struct bridge_reply *out, struct opcache_answer *ans)
+{
+    memset(out, 0, sizeof(*out));
+    out->ok = ans->ok;
+    out->is_json = ans->is_json;
+    out->kind = ans->data ? ans->kind : ERR_NOMEM;
+    out->data = ans->data;
+    out->len = ans->len;
+    ans->data = NULL;
+    opcache_answer_cleanup(ans);
+}
+
 /* The call's operation_id, or NULL. */
 static const char *operation_of(const cJSON *args)
 {
@@ -806,15 +820,17 @@ int bridge_call_for(struct bridge *b, const char *id, const char *client, const 
     memset(out, 0, sizeof(*out));
     out->kind = ERR_NOMEM;
     if (op) {
-        enum bridge_op_claim cl = bridge_ops__claim(b->ops, tool, op, id, b->deadline_ms, out);
+        struct opcache_answer ans;
+        enum opcache_claim cl = opcache_claim(b->ops, tool, op, id, b->deadline_ms, &ans);
         static const char *const said[] = {
-            [BRIDGE_OP_REPLAY] = "answered again",
-            [BRIDGE_OP_BUSY] = "still running",
-            [BRIDGE_OP_CANCELLED] = "waited for; this call was cancelled",
+            [OPCACHE_REPLAY] = "answered again",
+            [OPCACHE_BUSY] = "still running",
+            [OPCACHE_CANCELLED] = "waited for; this call was cancelled",
         };
 
-        if (cl != BRIDGE_OP_RUN) {
-            if (cl == BRIDGE_OP_REPLAY)
+        if (cl != OPCACHE_RUN) {
+            reply_of(out, &ans);
+            if (cl == OPCACHE_REPLAY)
                 (void)bridge__add_member(out, "replayed", "true");
             log_debug("bridge: call %s %s: operation_id %s %s", id, tool, op, said[cl]);
             if (!out->data)
@@ -836,7 +852,13 @@ int bridge_call_for(struct bridge *b, const char *id, const char *client, const 
     cJSON_Delete(sent);
     sent = NULL;
     if (op) /* kept when the plugin answered: ok, or its own failure */
-        bridge_ops__finish(b->ops, tool, op, out, out->ok || out->kind == ERR_INVALID);
+        opcache_finish(b->ops, tool, op,
+                       &(struct opcache_answer){.ok = out->ok,
+                                                .is_json = out->is_json,
+                                                .kind = out->kind,
+                                                .data = out->data,
+                                                .len = out->len},
+                       out->ok || out->kind == ERR_INVALID);
     if (!out->data)
         goto nomem;
     if (ahead > 0) {
@@ -850,7 +872,7 @@ int bridge_call_for(struct bridge *b, const char *id, const char *client, const 
     return out->ok ? 0 : -1;
 nomem:
     if (op && !c)
-        bridge_ops__finish(b->ops, tool, op, out, false);
+        opcache_finish(b->ops, tool, op, &(struct opcache_answer){0}, false);
     cJSON_Delete(sent);
     bridge_reply_cleanup(out);
     out->kind = ERR_NOMEM;
@@ -885,7 +907,7 @@ bool bridge_cancel(struct bridge *b, const char *id)
     if (c)
         return true;
     /* A repeat waiting for its operation_id's first call ends too (ops lock, not under mu). */
-    return bridge_ops__cancel(b->ops, id);
+    return opcache_cancel(b->ops, id);
 }
 
 /* ---- instances ---- */

@@ -50,8 +50,6 @@
 #define BRIDGE_ID_MAX         64          /* instance ids and command ids, bytes with the NUL */
 #define BRIDGE_TEXT_MAX       200         /* place and name, bytes kept (longer ones are cut) */
 #define BRIDGE_REPLACE_MS     3000        /* an edit instance idle this long yields to a new one */
-#define BRIDGE_OP_WINDOW_MS   600000      /* an operation_id's answer is replayed this long */
-#define BRIDGE_OPS_MAX        64          /* operation_ids remembered at once */
 #define BRIDGE_CLIENTS_MAX    64          /* clients whose turn (round robin) is remembered */
 
 enum bridge_role { BRIDGE_ROLE_EDIT, BRIDGE_ROLE_SERVER, BRIDGE_ROLE_CLIENT };
@@ -139,10 +137,10 @@ struct bridge_reply {
 void bridge_reply_cleanup(struct bridge_reply *r); /* safe on a zeroed struct */
 
 /* Sends a command and waits for its result. Retry safety: when args has an "operation_id"
- * (a string), a call of the same tool with the same id within BRIDGE_OP_WINDOW_MS gets a copy of
- * the first call's answer (a JSON object answer gains "replayed": true) instead of being sent
- * again; while the first still runs, the repeat waits for it (up to the deadline). Only answers
- * the plugin gave are kept; a call that failed before or without one (not connected, timed
+ * (a string), a call of the same tool with the same id within OPCACHE_WINDOW_MS (opcache.h) gets a
+ * copy of the first call's answer (a JSON object answer gains "replayed": true) instead of being
+ * sent again; while the first still runs, the repeat waits for it (up to the deadline). Only
+ * answers the plugin gave are kept; a call that failed before or without one (not connected, timed
  * out, cancelled) may be repeated. The plugin never sees operation_id. When other commands for
  * the same Studio were queued or running ahead of it, a JSON object answer gains
  * "queue_ahead": N, the commands that ran or started before it while it waited. id is the

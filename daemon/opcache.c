@@ -1,13 +1,11 @@
-/* daemon/bridge_ops.c - retry safety for Studio calls (see bridge_int.h): an optional
- * operation_id on a write tool makes a repeated call within BRIDGE_OP_WINDOW_MS return the
- * first call's answer instead of applying the change twice (a client that lost an answer, or
- * retried after a timeout of its own, can repeat safely).
+/* daemon/opcache.c - retry safety (see opcache.h).
  *
- * DESIGN: a small ring of BRIDGE_OPS_MAX entries under one mutex; an entry is RUNNING from the
+ * DESIGN: a small ring of OPCACHE_MAX entries under one mutex; an entry is RUNNING from the
  * claim until finish, then DONE with a copy of the answer until the window passes or the ring
  * needs the slot (the oldest DONE entry goes first; a RUNNING one is never reused). A second
- * call while the first runs waits on the ring's condition variable (CLOCK_MONOTONIC). */
-#include "bridge_int.h"
+ * call while the first runs waits on the ring's condition variable (CLOCK_MONOTONIC), listed as
+ * a waiter that opcache_cancel() can end. */
+#include "opcache.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#define KEY_MAX (BRIDGE_ID_MAX + 130) /* tool + '\n' + operation id */
+#define KEY_MAX 200 /* tool + '\n' + operation id (tools are 128 bytes at most, ids 64) */
+#define ID_MAX  64  /* call ids, bytes with the NUL */
 
 enum op_state { OP_FREE, OP_RUNNING, OP_DONE };
 
@@ -24,7 +23,7 @@ struct op {
     enum op_state state;
     char key[KEY_MAX];
     int64_t done_ms; /* monotonic, when it became DONE */
-    struct bridge_reply reply;
+    struct opcache_answer ans;
 };
 
 #define EARLY_RING 16 /* ids cancelled before their claim came */
@@ -36,12 +35,12 @@ struct waiter {
     bool cancelled;
 };
 
-struct bridge_ops {
+struct opcache {
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    struct op ops[BRIDGE_OPS_MAX];
+    struct op ops[OPCACHE_MAX];
     struct waiter *waiters;
-    char early[EARLY_RING][BRIDGE_ID_MAX];
+    char early[EARLY_RING][ID_MAX];
     size_t early_next;
 };
 
@@ -53,9 +52,9 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct bridge_ops *bridge_ops__new(void)
+struct opcache *opcache_new(void)
 {
-    struct bridge_ops *o = calloc(1, sizeof(*o));
+    struct opcache *o = calloc(1, sizeof(*o));
     pthread_condattr_t attr;
     int rc;
 
@@ -78,12 +77,12 @@ struct bridge_ops *bridge_ops__new(void)
     return o;
 }
 
-void bridge_ops__free(struct bridge_ops *o)
+void opcache_free(struct opcache *o)
 {
     if (!o)
         return;
-    for (size_t i = 0; i < BRIDGE_OPS_MAX; i++)
-        bridge_reply_cleanup(&o->ops[i].reply);
+    for (size_t i = 0; i < OPCACHE_MAX; i++)
+        opcache_answer_cleanup(&o->ops[i].ans);
     pthread_cond_destroy(&o->cond);
     pthread_mutex_destroy(&o->mu);
     free(o);
@@ -95,15 +94,15 @@ static void make_key(char *key, const char *tool, const char *op)
 }
 
 /* The entry for key (mu held), forgetting DONE entries past the window on the way. */
-static struct op *find(struct bridge_ops *o, const char *key, int64_t now)
+static struct op *find(struct opcache *o, const char *key, int64_t now)
 {
     struct op *hit = NULL;
 
-    for (size_t i = 0; i < BRIDGE_OPS_MAX; i++) {
+    for (size_t i = 0; i < OPCACHE_MAX; i++) {
         struct op *e = &o->ops[i];
 
-        if (e->state == OP_DONE && now - e->done_ms >= BRIDGE_OP_WINDOW_MS) {
-            bridge_reply_cleanup(&e->reply);
+        if (e->state == OP_DONE && now - e->done_ms >= OPCACHE_WINDOW_MS) {
+            opcache_answer_cleanup(&e->ans);
             e->state = OP_FREE;
         }
         if (e->state != OP_FREE && strcmp(e->key, key) == 0)
@@ -114,11 +113,11 @@ static struct op *find(struct bridge_ops *o, const char *key, int64_t now)
 
 /* A slot for a new entry (mu held): a free one, else the oldest DONE one; NULL when every
  * slot runs. */
-static struct op *slot(struct bridge_ops *o)
+static struct op *slot(struct opcache *o)
 {
     struct op *best = NULL;
 
-    for (size_t i = 0; i < BRIDGE_OPS_MAX; i++) {
+    for (size_t i = 0; i < OPCACHE_MAX; i++) {
         struct op *e = &o->ops[i];
 
         if (e->state == OP_FREE)
@@ -127,28 +126,40 @@ static struct op *slot(struct bridge_ops *o)
             best = e;
     }
     if (best)
-        bridge_reply_cleanup(&best->reply);
+        opcache_answer_cleanup(&best->ans);
     return best;
 }
 
-static int copy_reply(struct bridge_reply *dst, const struct bridge_reply *src)
+void opcache_answer_cleanup(struct opcache_answer *a)
+{
+    free(a->data);
+    free(a->structured);
+    memset(a, 0, sizeof(*a));
+}
+
+static int copy_answer(struct opcache_answer *dst, const struct opcache_answer *src)
 {
     *dst = *src;
+    dst->structured = NULL;
     dst->data = malloc(src->len + 1);
     if (!dst->data)
         return -1;
     memcpy(dst->data, src->data, src->len);
     dst->data[src->len] = '\0';
+    if (src->structured && !(dst->structured = strdup(src->structured))) {
+        opcache_answer_cleanup(dst);
+        return -1;
+    }
     return 0;
 }
 
-static void busy_reply(struct bridge_reply *out, const char *op)
+static void busy_reply(struct opcache_answer *out, const char *op)
 {
     char msg[300];
 
     snprintf(msg, sizeof(msg),
-             "operation_id %.64s is still running in Studio (its first call has not been "
-             "answered); wait for that answer or read back before repeating",
+             "operation_id %.64s is still running (its first call has not been answered); wait "
+             "for that answer or read back before repeating",
              op);
     memset(out, 0, sizeof(*out));
     out->kind = ERR_UNAVAILABLE;
@@ -156,13 +167,13 @@ static void busy_reply(struct bridge_reply *out, const char *op)
     out->len = out->data ? strlen(out->data) : 0;
 }
 
-static void cancelled_reply(struct bridge_reply *out, const char *op)
+static void cancelled_reply(struct opcache_answer *out, const char *op)
 {
     char msg[300];
 
     snprintf(msg, sizeof(msg),
-             "cancelled while waiting for the first call with operation_id %.64s (it still runs "
-             "in Studio); this call sent nothing",
+             "cancelled while waiting for the first call with operation_id %.64s (it still "
+             "runs); this call did nothing",
              op);
     memset(out, 0, sizeof(*out));
     out->kind = ERR_CANCELLED;
@@ -171,7 +182,7 @@ static void cancelled_reply(struct bridge_reply *out, const char *op)
 }
 
 /* True when call_id was cancelled before its claim came (mu held). */
-static bool cancelled_early(const struct bridge_ops *o, const char *call_id)
+static bool cancelled_early(const struct opcache *o, const char *call_id)
 {
     for (size_t i = 0; i < EARLY_RING; i++)
         if (strcmp(o->early[i], call_id) == 0)
@@ -179,7 +190,7 @@ static bool cancelled_early(const struct bridge_ops *o, const char *call_id)
     return false;
 }
 
-static void unlink_waiter(struct bridge_ops *o, const struct waiter *w)
+static void unlink_waiter(struct opcache *o, const struct waiter *w)
 {
     for (struct waiter **pp = &o->waiters; *pp; pp = &(*pp)->next)
         if (*pp == w) {
@@ -188,13 +199,12 @@ static void unlink_waiter(struct bridge_ops *o, const struct waiter *w)
         }
 }
 
-enum bridge_op_claim bridge_ops__claim(struct bridge_ops *o, const char *tool, const char *op,
-                                       const char *call_id, int64_t wait_ms,
-                                       struct bridge_reply *out)
+enum opcache_claim opcache_claim(struct opcache *o, const char *tool, const char *op,
+                                 const char *call_id, int64_t wait_ms, struct opcache_answer *out)
 {
     char key[KEY_MAX];
     int64_t until = mono_ms() + wait_ms;
-    enum bridge_op_claim res = BRIDGE_OP_RUN;
+    enum opcache_claim res = OPCACHE_RUN;
     struct waiter me = {.call_id = call_id};
     bool listed = false;
 
@@ -215,15 +225,15 @@ enum bridge_op_claim bridge_ops__claim(struct bridge_ops *o, const char *tool, c
             break;
         }
         if (e->state == OP_DONE) {
-            res = copy_reply(out, &e->reply) == 0 ? BRIDGE_OP_REPLAY : BRIDGE_OP_BUSY;
+            res = copy_answer(out, &e->ans) == 0 ? OPCACHE_REPLAY : OPCACHE_BUSY;
             break;
         }
         if (me.cancelled || (!listed && cancelled_early(o, call_id))) {
-            res = BRIDGE_OP_CANCELLED;
+            res = OPCACHE_CANCELLED;
             break;
         }
         if (now >= until) {
-            res = BRIDGE_OP_BUSY;
+            res = OPCACHE_BUSY;
             break;
         }
         if (!listed) {
@@ -238,14 +248,14 @@ enum bridge_op_claim bridge_ops__claim(struct bridge_ops *o, const char *tool, c
     if (listed)
         unlink_waiter(o, &me);
     pthread_mutex_unlock(&o->mu);
-    if (res == BRIDGE_OP_BUSY)
+    if (res == OPCACHE_BUSY)
         busy_reply(out, op);
-    else if (res == BRIDGE_OP_CANCELLED)
+    else if (res == OPCACHE_CANCELLED)
         cancelled_reply(out, op);
     return res;
 }
 
-bool bridge_ops__cancel(struct bridge_ops *o, const char *call_id)
+bool opcache_cancel(struct opcache *o, const char *call_id)
 {
     struct waiter *w;
 
@@ -257,15 +267,15 @@ bool bridge_ops__cancel(struct bridge_ops *o, const char *call_id)
         w->cancelled = true;
         pthread_cond_broadcast(&o->cond);
     } else {
-        snprintf(o->early[o->early_next], BRIDGE_ID_MAX, "%s", call_id);
+        snprintf(o->early[o->early_next], ID_MAX, "%s", call_id);
         o->early_next = (o->early_next + 1) % EARLY_RING;
     }
     pthread_mutex_unlock(&o->mu);
     return w != NULL;
 }
 
-void bridge_ops__finish(struct bridge_ops *o, const char *tool, const char *op,
-                        const struct bridge_reply *rep, bool keep)
+void opcache_finish(struct opcache *o, const char *tool, const char *op,
+                    const struct opcache_answer *rep, bool keep)
 {
     char key[KEY_MAX];
     struct op *e;
@@ -274,7 +284,7 @@ void bridge_ops__finish(struct bridge_ops *o, const char *tool, const char *op,
     pthread_mutex_lock(&o->mu);
     e = find(o, key, mono_ms());
     if (e && e->state == OP_RUNNING) {
-        if (keep && rep->data && copy_reply(&e->reply, rep) == 0) {
+        if (keep && rep->data && copy_answer(&e->ans, rep) == 0) {
             e->state = OP_DONE;
             e->done_ms = mono_ms();
         } else {
