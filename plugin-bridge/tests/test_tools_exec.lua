@@ -172,6 +172,17 @@ test("start_play reports a start that fails after yielding, and restart ends the
 	eq(place.game.StudioTestService:_isRunning(), false, "no test after a failed before")
 end)
 
+test("stop_play retries when Studio fails to read the plugin settings, and says so when it keeps failing", function()
+	local place, run = Fake.setup()
+	run("start_play", {})
+	testServer(place)
+	place.plugin.getFails = 2 -- two failed read-backs, then the settings answer
+	eq(run("stop_play", {}).requested, true)
+	place.plugin.getFails = 100
+	raises(function() run("stop_play", {}) end, "could not write the stop request")
+	place.plugin.getFails = 0
+end)
+
 test("stop_play without plugin settings says why", function()
 	local place, run = Fake.setup()
 	place.ctx.plugin = nil

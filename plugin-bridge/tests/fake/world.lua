@@ -237,6 +237,10 @@ service("ChangeHistoryService", {
 			st.counter = st.counter + 1
 			st.active = "rec" .. st.counter
 			st.activeName = name
+			st.changes = {}
+			I.recorder = function(undo)
+				table.insert(st.changes, undo)
+			end
 			table.insert(st.log, { op = "begin", name = name, id = st.active })
 			return st.active
 		end,
@@ -248,6 +252,13 @@ service("ChangeHistoryService", {
 				error("FinishRecording: no recording with identifier " .. tostring(id), 2)
 			end
 			table.insert(st.log, { op = "finish", id = st.active, operation = operation })
+			I.recorder = nil
+			if cancel then -- the engine reverts what the recording changed
+				for i = #st.changes, 1, -1 do
+					st.changes[i]()
+				end
+			end
+			st.changes = nil
 			if operation == D.Enum.FinishRecordingOperation.Commit then
 				table.insert(st.undo, st.activeName)
 				st.redo = {}
@@ -291,6 +302,21 @@ service("ChangeHistoryService", {
 			end
 			table.insert(st.undo, table.remove(st.redo))
 			table.insert(st.log, { op = "redo" })
+		end,
+	},
+})
+
+---------------------------------------------------------------- ReflectionService
+-- GetPropertiesOfClass lists a class's properties with their types (I.propertiesOf), once a
+-- test turns it on (state[svc].enabled); off, it raises as in a Studio without it, and the
+-- plugin falls back to its fixed property lists.
+service("ReflectionService", {
+	methods = {
+		GetPropertiesOfClass = function(self, className)
+			if not state[self].enabled then
+				error("GetPropertiesOfClass is not a valid member of ReflectionService", 2)
+			end
+			return I.propertiesOf(className)
 		end,
 	},
 })
