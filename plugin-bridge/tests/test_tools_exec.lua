@@ -220,6 +220,26 @@ test("run_script_in_play_mode runs code in the server and returns its result and
 	eq(run("get_studio_mode", {}).testRunning, false)
 end)
 
+-- F14: the runner is added and removed inside recordings finished with Append, so it never
+-- lands in the user's next undo step and makes no step of its own.
+test("run_script_in_play_mode adds and removes its runner inside appended recordings", function()
+	local place, run = Fake.setup()
+	local chs = place.state[place.game.ChangeHistoryService]
+	local undoBefore = #chs.undo
+	eq(run("run_script_in_play_mode", { code = "return 1" }).success, true)
+	local ops = {}
+	for _, l in ipairs(chs.log) do
+		if l.op == "begin" then
+			table.insert(ops, "begin " .. l.name)
+		elseif l.op == "finish" then
+			table.insert(ops, "finish " .. l.operation.Name)
+		end
+	end
+	same(ops, { "begin Runbox: play-mode runner", "finish Append", "begin Runbox: play-mode runner", "finish Append" })
+	eq(#chs.undo, undoBefore, "no undo step of its own")
+	eq(place.game.ServerScriptService:FindFirstChild("RunboxPlayRunner"), nil)
+end)
+
 test("run_script_in_play_mode: yields, errors, timeouts, syntax errors", function()
 	local place, run = Fake.setup()
 	local y = run("run_script_in_play_mode", { code = "task.wait(3) return 'late'", timeout = 10, mode = "run_server" })
