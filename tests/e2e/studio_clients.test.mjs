@@ -1,9 +1,12 @@
 // E2E: several agents, one Studio. Two real runbox processes (each names itself to runboxd
-// with X-Runbox-Client) and a fake plugin that takes one command at a time: while the plugin is
+// with X-Runbox-Client), then two MCP sessions on runboxd's /mcp, and a fake plugin that takes one command at a time: while the plugin is
 // busy, agent A queues two more calls and then agent B one; B's call is handed out before A's
 // second (round robin per client), and every answer reaches the caller that asked.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { request, startDaemon } from '../lib/daemon.mjs';
 import { FakePlugin } from '../lib/fakeplugin.mjs';
@@ -70,6 +73,46 @@ test('two runbox processes: Studio serves their calls in turn, each answer to it
   await a.close();
   await b.close();
   await plugin.post('/disconnect', JSON.stringify({ instance: 'fair' }));
+});
+
+test('two MCP sessions on /mcp are two clients: Studio serves them in turn', async () => {
+  const plugin = new FakePlugin(d.port, { instance: 'fair-mcp' });
+  const connect = async (name) => {
+    const c = new Client({ name, version: '1.0.0' });
+    await c.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));
+    return c;
+  };
+  const a = await connect('agent-a');
+  const b = await connect('agent-b');
+  const first = plugin.pollOnce();
+  await plugin.waitPolling();
+  await until('the plugin to be connected',
+              async () => (await request(d.port, '/health')).body.studio.connected);
+  const calls = [];
+  const call = (c, path) => calls.push(c.callTool({ name: 'get_instance_properties',
+                                                     arguments: { path } }));
+  const got = [];
+  call(a, 'Workspace.A1');
+  got.push((await first).body);
+  call(a, 'Workspace.A2');
+  await waitDepth(2);
+  call(a, 'Workspace.A3');
+  await waitDepth(3);
+  call(b, 'Workspace.B1');
+  await waitDepth(4);
+  for (let i = 0; i < 3; i++) got.push((await plugin.pollOnce()).body);
+  assert.deepEqual(got.map((c) => c.args.path),
+                   ['Workspace.A1', 'Workspace.B1', 'Workspace.A2', 'Workspace.A3']);
+  for (const c of got) {
+    await plugin.post('/result', JSON.stringify({ id: c.id, ok: true,
+      result: { path: c.args.path, className: 'Part', properties: {} } }));
+  }
+  const results = await Promise.all(calls);
+  assert.deepEqual(results.map((r) => r.structuredContent.path),
+                   ['Workspace.A1', 'Workspace.A2', 'Workspace.A3', 'Workspace.B1']);
+  await a.close();
+  await b.close();
+  await plugin.post('/disconnect', JSON.stringify({ instance: 'fair-mcp' }));
 });
 
 test('POST /tool: a malformed X-Runbox-Client is refused with what to send', async () => {
