@@ -245,11 +245,11 @@ static int load_external_tool(const cJSON *obj, struct where *w, struct catalog_
 /* Checks one tool object and fills *t (borrowing from the document). */
 static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, struct errinfo *err)
 {
-    static const char *const known[] = {
-        "name",         "title", "description", "inputSchema", "annotations",
-        "outputSchema", "route", "budget",      "hostTools",   NULL};
+    static const char *const known[] = {"name",        "title",        "description", "inputSchema",
+                                        "annotations", "outputSchema", "route",       "budget",
+                                        "hostTools",   "answer",       NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
-    const cJSON *ann, *ro;
+    const cJSON *ann, *ro, *answer;
     const char *extra;
 
     if (!cJSON_IsObject(obj)) {
@@ -296,6 +296,12 @@ static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, 
         fail(err, w, "budget \"external\" is for the tools of external MCP servers only");
         return -1;
     }
+    answer = cJSON_GetObjectItemCaseSensitive(obj, "answer");
+    if (answer && !(cJSON_IsString(answer) && strcmp(answer->valuestring, "image") == 0)) {
+        fail(err, w, "answer must be \"image\" (the tool answers a picture) or absent");
+        return -1;
+    }
+    t->image = answer != NULL;
     t->host_tools = cJSON_GetObjectItemCaseSensitive(obj, "hostTools");
     if (t->host_tools && !host_tools_ok(t->host_tools)) {
         fail(err, w, "hostTools must be an array of program names ([a-z0-9._+-]{1,32})");
@@ -711,6 +717,11 @@ bool catalog_tool_is_read_only(const struct catalog_tool *tool)
 const char *catalog_tools_json(const struct catalog *cat)
 {
     return cat->tools_json;
+}
+
+bool catalog_tool_answers_image(const struct catalog_tool *tool)
+{
+    return tool && tool->image; /* NULL: an external server's tool, which has no catalog entry */
 }
 
 const cJSON *catalog_tool_host_tools(const struct catalog_tool *tool)

@@ -78,6 +78,17 @@ const cJSON *catalog_tool_object(const struct catalog_tool *tool); /* the whole 
  * array of strings), or NULL. Borrowed. */
 const cJSON *catalog_tool_host_tools(const struct catalog_tool *tool);
 
+/* True when the tool answers a picture ("answer": "image"): its JSON answer carries the image
+ * as "data" (base64) and "mimeType", and MCP clients get it as image content
+ * (catalog_image_result). */
+bool catalog_tool_answers_image(const struct catalog_tool *tool);
+
+/* The CallToolResult for an image tool's JSON answer (borrowed): content [{"type":"image",
+ * "data", "mimeType"}, {"type":"text", the other members as JSON}], structuredContent the other
+ * members. Owned (cJSON_Delete), or NULL when answer is not an object with string data and
+ * mimeType, or out of memory. */
+cJSON *catalog_image_result(const cJSON *answer);
+
 /* An owned copy of the compiled-in catalog (catalog_free) in which the description of every
  * tool with "hostTools" ends with " <note>" (copied): the daemon's catalog, which names the
  * programs actually installed. NULL with err set (ERR_NOMEM). */

@@ -17,6 +17,7 @@ struct catalog_tool {
     const cJSON *output_schema; /* or NULL */
     const cJSON *host_tools;    /* "hostTools", or NULL */
     bool read_only;
+    bool image; /* "answer": "image" */
 };
 
 /* One entry of the profiles document: which tools a profile lists, its tools/list budget and

@@ -58,3 +58,45 @@ int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
     }
     return 0;
 }
+
+cJSON *catalog_image_result(const cJSON *answer)
+{
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(answer, "data");
+    const cJSON *mime = cJSON_GetObjectItemCaseSensitive(answer, "mimeType");
+    cJSON *res, *content, *img, *txt, *facts;
+    char *text;
+
+    if (!cJSON_IsObject(answer) || !cJSON_IsString(data) || !cJSON_IsString(mime))
+        return NULL;
+    facts = cJSON_Duplicate(answer, true);
+    if (facts)
+        cJSON_DeleteItemFromObjectCaseSensitive(facts, "data"); /* the picture is content */
+    text = facts ? cJSON_PrintUnformatted(facts) : NULL;
+    res = cJSON_CreateObject();
+    content = cJSON_AddArrayToObject(res, "content");
+    img = cJSON_CreateObject();
+    if (img && !cJSON_AddItemToArray(content, img)) { /* content NULL: img is not held */
+        cJSON_Delete(img);
+        img = NULL;
+    }
+    txt = cJSON_CreateObject();
+    if (txt && !cJSON_AddItemToArray(content, txt)) {
+        cJSON_Delete(txt);
+        txt = NULL;
+    }
+    if (!text || !img || !txt || !cJSON_AddStringToObject(img, "type", "image") ||
+        !cJSON_AddStringToObject(img, "data", data->valuestring) ||
+        !cJSON_AddStringToObject(img, "mimeType", mime->valuestring) ||
+        !cJSON_AddStringToObject(txt, "type", "text") ||
+        !cJSON_AddStringToObject(txt, "text", text) ||
+        !cJSON_AddItemToObject(res, "structuredContent", facts) ||
+        !cJSON_AddFalseToObject(res, "isError")) {
+        if (!cJSON_GetObjectItemCaseSensitive(res, "structuredContent"))
+            cJSON_Delete(facts);
+        cJSON_Delete(res);
+        cJSON_free(text);
+        return NULL;
+    }
+    cJSON_free(text);
+    return res;
+}

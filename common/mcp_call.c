@@ -299,6 +299,11 @@ bool mcp_call_is_modern(const struct mcp_call *c)
     return c->modern;
 }
 
+uint64_t mcp_call_session_serial(const struct mcp_call *c)
+{
+    return c->s->serial;
+}
+
 const cJSON *mcp_call_client_capabilities(const struct mcp_call *c)
 {
     return c->client_caps;

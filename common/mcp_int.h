@@ -217,6 +217,7 @@ struct mcp_session {
     const struct mcp_transport *t;
     void *ctx;
     unsigned flags;
+    uint64_t serial;          /* 1, 2, ... in the order sessions were opened (process-wide) */
     struct mcp_session *next; /* in the server's list (srv->sessions_mu) */
 
     pthread_mutex_t mu;

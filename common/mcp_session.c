@@ -189,6 +189,8 @@ void mcp__batch_release(struct mcp_session *s, struct batch *b)
 
 /* ---- life ---- */
 
+static _Atomic uint64_t next_serial; /* sessions opened so far, for mcp_call_session_serial */
+
 struct mcp_session *mcp_session_new(struct mcp_server *srv, const struct mcp_transport *t,
                                     void *ctx, unsigned flags, struct errinfo *err)
 {
@@ -207,6 +209,7 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv, const struct mcp_tra
     s->t = t;
     s->ctx = ctx;
     s->flags = flags;
+    s->serial = atomic_fetch_add(&next_serial, 1) + 1;
     s->log_level = -1;
     atomic_init(&s->refs, 1);
     pthread_mutex_init(&s->mu, NULL);

@@ -642,19 +642,46 @@ static int watch_client(struct api *a, struct mg_connection *conn, struct call *
     return connwatch_add(a->watch, fd, cancel_call_cb, c, NULL);
 }
 
+#define CLIENT_NAME_MAX 48 /* X-Runbox-Client: bytes */
+
+/* True when v is a usable X-Runbox-Client: 1..CLIENT_NAME_MAX of [A-Za-z0-9_.:-]. */
+static bool client_name_ok(const char *v)
+{
+    size_t n = strlen(v);
+
+    if (n == 0 || n > CLIENT_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)v[i];
+
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '.' || ch == ':' || ch == '-'))
+            return false;
+    }
+    return true;
+}
+
 /* Runs one tool call through the call service and answers it. */
 static int run_tool(struct api *a, struct mg_connection *conn, const char *name, cJSON *args)
 {
     struct schema_report rep;
     struct errinfo err = {0};
     struct tools_result res = {0};
-    struct call *c = call_begin(a->calls, name, args, 0, &rep, &err);
+    const char *client = mg_get_header(conn, "X-Runbox-Client");
+    struct call *c;
+    char who[CLIENT_NAME_MAX + 8];
     struct tool_stream ts = {.conn = conn};
     struct tool_stream_log lg = {.ts = &ts};
     char id[48];
     int watch, status;
     bool streaming;
 
+    if (client && !client_name_ok(client))
+        return send_error(conn, 400,
+                          "X-Runbox-Client must be 1 to 48 characters of letters, digits and _.:- "
+                          "(it names the client, so that Studio serves clients in turn); leave "
+                          "it out to be served as an unnamed client");
+    c = call_begin(a->calls, name, args, 0, &rep, &err);
     if (!c) {
         if (err.kind == ERR_NOT_FOUND)
             return send_error(conn, 404, err.msg);
@@ -662,6 +689,10 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
             return send_error_ex(conn, 400, err.msg, &rep, NULL, NULL);
         call_service_mint_id(a->calls, id, sizeof(id)); /* busy: a tool answer, with an id */
         return send_tool_answer(conn, id, NULL, err.msg, false);
+    }
+    if (client) {
+        snprintf(who, sizeof(who), "http:%s", client);
+        call_set_client(c, who);
     }
     watch = watch_client(a, conn, c);
     /* Errors found before the call started are answered as plain JSON either way. */

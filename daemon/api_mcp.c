@@ -9,6 +9,7 @@
  * gives over stdio. */
 #include "api_mcp.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,17 @@ static void finish(struct mcall *m)
         /* An external server's result goes to the client as the server gave it. */
         mcp_call_on_cancel(mc, NULL, NULL);
         mcp_call_result(mc, cJSON_Parse(res.call_result));
+    } else if (catalog_tool_answers_image(call_tool(m->c)) && res.is_json) {
+        /* A picture (capture_screenshot): image content, the other facts as text. */
+        cJSON *doc = cJSON_ParseWithLength(res.data, res.len);
+        cJSON *result = catalog_image_result(doc);
+
+        cJSON_Delete(doc);
+        mcp_call_on_cancel(mc, NULL, NULL);
+        if (result)
+            mcp_call_result(mc, result);
+        else
+            tool_failed(mc, "runboxd could not build the image result (out of memory)", false);
     } else {
         mcp_call_on_cancel(mc, NULL, NULL);
         if (res.structured)
@@ -157,6 +169,7 @@ static void on_tool(void *arg, struct mcp_call *mc)
     pthread_attr_t attr;
     pthread_t t;
     bool long_call;
+    char client[32];
 
     if (!m) {
         tool_failed(mc, "runboxd is out of memory", false);
@@ -171,6 +184,9 @@ static void on_tool(void *arg, struct mcp_call *mc)
         tool_failed(mc, err.msg, false);
         return;
     }
+    /* Each session is a client of its own: Studio serves clients in turn (bridge_call_for). */
+    snprintf(client, sizeof(client), "mcp:%" PRIu64, mcp_call_session_serial(mc));
+    call_set_client(m->c, client);
     if (mcp_call_wants_progress(mc))
         call_set_progress(m->c, progress_sink, mc);
     /* Legacy sessions hear every console entry at their level (on_event); a modern request

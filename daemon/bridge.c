@@ -14,7 +14,12 @@
  * own across bridge_call or bridge_poll, which block.
  *
  * Instances are pruned lazily: every operation first drops the instances that have not started
- * a poll within stale_ms and fails the commands addressed to them. */
+ * a poll within stale_ms and fails the commands addressed to them.
+ *
+ * Fairness: each command carries its caller's client name (bridge_call_for). A poll takes, of
+ * the commands queued for its instance, the oldest one of the client served least recently
+ * (clients[]: when each was last handed a command), so several clients' calls to one Studio
+ * take turns (round robin) instead of the first client's burst going first. */
 #include "bridge.h"
 #include "bridge_int.h"
 
@@ -28,11 +33,13 @@
 #include <time.h>
 
 #include "log.h"
+#include "opcache.h"
 
 #define FINISHED_RING 128  /* recently finished command ids, to tell late answers from unknown */
 #define TOMBS         8    /* recently disconnected instances */
 #define TOMB_MS       2000 /* how long a disconnected instance's polls are not registered */
 #define RECENT_MAX    10   /* finished commands /health lists ("recent"), newest first */
+#define CANCEL_RING   16   /* ids cancelled before their command was queued */
 
 static const char connect_help[] =
     "Roblox Studio is not connected: no Studio plugin has polled runboxd in the last 20 s. In "
@@ -45,12 +52,14 @@ struct cmd {
     struct cmd *next;
     char id[BRIDGE_ID_MAX];
     char target[BRIDGE_ID_MAX]; /* the instance it is addressed to */
+    char client[BRIDGE_ID_MAX]; /* the caller's client name ("" when it gave none) */
     char *tool;                 /* owned */
     char *args_json;            /* owned; handed to the poll that takes it */
     enum cmd_state state;
     int64_t deadline_ms; /* bridge clock */
     int64_t budget_ms;   /* deadline_ms - the time it was queued */
-    size_t ahead;        /* commands for the same instance queued or running when it came */
+    size_t ahead;        /* commands for the same instance running when it came, plus those
+                            handed over while it waited */
     pthread_cond_t cond;
     struct bridge_reply reply; /* written by whoever moves the state to DONE */
 };
@@ -101,8 +110,18 @@ struct bridge {
     size_t queue_max;
     int64_t (*clock_ms)(void *arg);
     void *clock_arg;
-    struct bridge_ops *ops; /* operation_id answers (own lock; never used under mu) */
-    struct recent recent;   /* the last commands that finished, for /health and the status page */
+    struct opcache *ops;  /* operation_id answers (own lock; never used under mu) */
+    struct recent recent; /* the last commands that finished, for /health and the status page */
+    /* Round robin: when each client was last handed a command (serve_seq at that time). */
+    struct {
+        char name[BRIDGE_ID_MAX];
+        uint64_t served;
+    } clients[BRIDGE_CLIENTS_MAX];
+    uint64_t serve_seq;
+    /* Calls cancelled before their command was queued (the cancel hook ran first): their
+     * command is refused when it comes. */
+    char cancelled[CANCEL_RING][BRIDGE_ID_MAX];
+    size_t cancel_next;
 };
 
 /* ---- time ---- */
@@ -184,7 +203,7 @@ struct bridge *bridge_new(const struct bridge_options *opt, struct errinfo *err)
         errinfo_set(err, ERR_INTERNAL, "cannot create the Studio bridge's condition variable");
         return NULL;
     }
-    b->ops = bridge_ops__new();
+    b->ops = opcache_new();
     if (!b->ops) {
         pthread_cond_destroy(&b->poll_cond);
         pthread_mutex_destroy(&b->mu);
@@ -200,7 +219,7 @@ void bridge_free(struct bridge *b)
     if (!b)
         return;
     /* Every command belongs to a running bridge_call, and none may run now. */
-    bridge_ops__free(b->ops);
+    opcache_free(b->ops);
     pthread_cond_destroy(&b->poll_cond);
     pthread_mutex_destroy(&b->mu);
     free(b);
@@ -418,18 +437,64 @@ static int replace_old_selves(struct bridge *b, const struct instance *in, int64
     return n;
 }
 
-/* The first queued command addressed to inst, or NULL (mu held). */
-static struct cmd *next_for(struct bridge *b, const char *inst)
+/* When client was last handed a command (0: never, or forgotten) (mu held). */
+static uint64_t served_of(const struct bridge *b, const char *client)
 {
-    for (struct cmd *c = b->head; c; c = c->next)
-        if (c->state == CMD_QUEUED && strcmp(c->target, inst) == 0)
-            return c;
-    return NULL;
+    for (size_t i = 0; i < BRIDGE_CLIENTS_MAX; i++)
+        if (b->clients[i].served && strcmp(b->clients[i].name, client) == 0)
+            return b->clients[i].served;
+    return 0;
 }
 
-/* Hands c to the poll (mu held): the args text moves to out, so it is never copied twice. */
-static void hand_over(struct cmd *c, struct bridge_command *out)
+/* Notes that client was handed a command now (mu held); with the table full, the client served
+ * longest ago is forgotten (it then counts as never served, which only moves it forward). */
+static void note_served(struct bridge *b, const char *client)
 {
+    size_t slot = 0;
+
+    for (size_t i = 0; i < BRIDGE_CLIENTS_MAX; i++) {
+        if (b->clients[i].served && strcmp(b->clients[i].name, client) == 0) {
+            slot = i;
+            break;
+        }
+        if (b->clients[i].served < b->clients[slot].served)
+            slot = i;
+    }
+    memcpy(b->clients[slot].name, client, sizeof(b->clients[slot].name));
+    b->clients[slot].served = ++b->serve_seq;
+}
+
+/* The next command for inst (mu held), or NULL: of the commands queued for it, the oldest one
+ * of the client served least recently (round robin between clients; FIFO within one). */
+static struct cmd *next_for(struct bridge *b, const char *inst)
+{
+    struct cmd *best = NULL;
+    uint64_t best_served = 0;
+
+    for (struct cmd *c = b->head; c; c = c->next) {
+        uint64_t served;
+
+        if (c->state != CMD_QUEUED || strcmp(c->target, inst) != 0)
+            continue;
+        served = served_of(b, c->client);
+        if (!best || served < best_served) {
+            best = c;
+            best_served = served;
+            if (served == 0)
+                break; /* a client never served: nobody comes before it */
+        }
+    }
+    return best;
+}
+
+/* Hands c to the poll (mu held): the args text moves to out, so it is never copied twice. The
+ * commands still queued for the same instance count one more call ahead of them. */
+static void hand_over(struct bridge *b, struct cmd *c, struct bridge_command *out)
+{
+    for (struct cmd *o = b->head; o; o = o->next)
+        if (o != c && o->state == CMD_QUEUED && strcmp(o->target, c->target) == 0)
+            o->ahead++;
+    note_served(b, c->client);
     c->state = CMD_SENT;
     memcpy(out->id, c->id, sizeof(out->id));
     out->tool = strdup(c->tool);
@@ -500,7 +565,7 @@ int bridge_poll(struct bridge *b, const struct bridge_instance_info *inst,
             break;
         c = next_for(b, inst->id);
         if (c) {
-            hand_over(c, out);
+            hand_over(b, c, out);
             got = 1;
             break;
         }
@@ -604,13 +669,14 @@ static const struct instance *pick_target(struct bridge *b, const char *tool)
     return edit;
 }
 
-static struct cmd *new_cmd(const char *id, const char *tool, const cJSON *args)
+static struct cmd *new_cmd(const char *id, const char *client, const char *tool, const cJSON *args)
 {
     struct cmd *c = calloc(1, sizeof(*c));
 
     if (!c)
         return NULL;
     snprintf(c->id, sizeof(c->id), "%s", id);
+    snprintf(c->client, sizeof(c->client), "%s", client ? client : "");
     c->tool = strdup(tool);
     c->args_json = args ? cJSON_PrintUnformatted(args) : strdup("{}");
     if (!c->tool || !c->args_json || cond_init_mono(&c->cond) < 0) {
@@ -630,6 +696,15 @@ static void free_cmd(struct cmd *c)
     free(c);
 }
 
+/* True when bridge_cancel named id before its command came (mu held). */
+static bool cancelled_early(const struct bridge *b, const char *id)
+{
+    for (size_t i = 0; i < CANCEL_RING; i++)
+        if (strcmp(b->cancelled[i], id) == 0)
+            return true;
+    return false;
+}
+
 /* Queues c for the right instance (mu held); 0, or -1 with c finished (not queued). */
 static int enqueue(struct bridge *b, struct cmd *c, const cJSON *args)
 {
@@ -640,6 +715,11 @@ static int enqueue(struct bridge *b, struct cmd *c, const cJSON *args)
     c->state = CMD_QUEUED;
     if (b->closing) {
         finish_error(c, ERR_UNAVAILABLE, "runboxd is shutting down");
+        return -1;
+    }
+    if (cancelled_early(b, c->id)) {
+        finish_error(c, ERR_CANCELLED,
+                     "cancelled before Studio took %s; nothing was sent to Studio", c->tool);
         return -1;
     }
     t = pick_target(b, c->tool);
@@ -655,9 +735,9 @@ static int enqueue(struct bridge *b, struct cmd *c, const cJSON *args)
         return -1;
     }
     memcpy(c->target, t->id, sizeof(c->target));
-    c->ahead = 0;
+    c->ahead = 0; /* the running ones; hand_over counts those that go first while it waits */
     for (const struct cmd *o = b->head; o; o = o->next)
-        if (o->state != CMD_DONE && strcmp(o->target, t->id) == 0)
+        if (o->state == CMD_SENT && strcmp(o->target, t->id) == 0)
             c->ahead++;
     c->budget_ms = bridge_deadline_for(c->tool, args, b->deadline_ms);
     c->deadline_ms = now + c->budget_ms;
@@ -732,6 +812,19 @@ static void run_cmd(struct bridge *b, struct cmd *c, const cJSON *args)
     pthread_mutex_unlock(&b->mu);
 }
 
+/* Moves an operation's answer into a reply (the data changes hands). */
+static void reply_of(struct bridge_reply *out, struct opcache_answer *ans)
+{
+    memset(out, 0, sizeof(*out));
+    out->ok = ans->ok;
+    out->is_json = ans->is_json;
+    out->kind = ans->data ? ans->kind : ERR_NOMEM;
+    out->data = ans->data;
+    out->len = ans->len;
+    ans->data = NULL;
+    opcache_answer_cleanup(ans);
+}
+
 /* The call's operation_id, or NULL. */
 static const char *operation_of(const cJSON *args)
 {
@@ -743,6 +836,12 @@ static const char *operation_of(const cJSON *args)
 int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON *args,
                 struct bridge_reply *out)
 {
+    return bridge_call_for(b, id, NULL, tool, args, out);
+}
+
+int bridge_call_for(struct bridge *b, const char *id, const char *client, const char *tool,
+                    const cJSON *args, struct bridge_reply *out)
+{
     const char *op = operation_of(args);
     cJSON *sent = NULL; /* args without operation_id */
     struct cmd *c = NULL;
@@ -752,13 +851,19 @@ int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON 
     memset(out, 0, sizeof(*out));
     out->kind = ERR_NOMEM;
     if (op) {
-        enum bridge_op_claim cl = bridge_ops__claim(b->ops, tool, op, b->deadline_ms, out);
+        struct opcache_answer ans;
+        enum opcache_claim cl = opcache_claim(b->ops, tool, op, id, b->deadline_ms, &ans);
+        static const char *const said[] = {
+            [OPCACHE_REPLAY] = "answered again",
+            [OPCACHE_BUSY] = "still running",
+            [OPCACHE_CANCELLED] = "waited for; this call was cancelled",
+        };
 
-        if (cl != BRIDGE_OP_RUN) {
-            if (cl == BRIDGE_OP_REPLAY)
+        if (cl != OPCACHE_RUN) {
+            reply_of(out, &ans);
+            if (cl == OPCACHE_REPLAY)
                 (void)bridge__add_member(out, "replayed", "true");
-            log_debug("bridge: call %s %s: operation_id %s %s", id, tool, op,
-                      cl == BRIDGE_OP_REPLAY ? "answered again" : "still running");
+            log_debug("bridge: call %s %s: operation_id %s %s", id, tool, op, said[cl]);
             if (!out->data)
                 goto nomem;
             return out->ok ? 0 : -1;
@@ -767,7 +872,7 @@ int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON 
         if (sent)
             cJSON_DeleteItemFromObjectCaseSensitive(sent, "operation_id");
     }
-    c = (!op || sent) ? new_cmd(id, tool, sent ? sent : args) : NULL;
+    c = (!op || sent) ? new_cmd(id, client, tool, sent ? sent : args) : NULL;
     if (!c)
         goto nomem;
     run_cmd(b, c, args);
@@ -778,7 +883,13 @@ int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON 
     cJSON_Delete(sent);
     sent = NULL;
     if (op) /* kept when the plugin answered: ok, or its own failure */
-        bridge_ops__finish(b->ops, tool, op, out, out->ok || out->kind == ERR_INVALID);
+        opcache_finish(b->ops, tool, op,
+                       &(struct opcache_answer){.ok = out->ok,
+                                                .is_json = out->is_json,
+                                                .kind = out->kind,
+                                                .data = out->data,
+                                                .len = out->len},
+                       out->ok || out->kind == ERR_INVALID);
     if (!out->data)
         goto nomem;
     if (ahead > 0) {
@@ -792,7 +903,7 @@ int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON 
     return out->ok ? 0 : -1;
 nomem:
     if (op && !c)
-        bridge_ops__finish(b->ops, tool, op, out, false);
+        opcache_finish(b->ops, tool, op, &(struct opcache_answer){0}, false);
     cJSON_Delete(sent);
     bridge_reply_cleanup(out);
     out->kind = ERR_NOMEM;
@@ -818,9 +929,16 @@ bool bridge_cancel(struct bridge *b, const char *id)
         else
             finish_error(c, ERR_CANCELLED,
                          "cancelled before Studio took %s; nothing was sent to Studio", c->tool);
+    } else {
+        /* Not queued (yet): its command, if it still comes, is refused (cancelled_early). */
+        snprintf(b->cancelled[b->cancel_next], BRIDGE_ID_MAX, "%s", id);
+        b->cancel_next = (b->cancel_next + 1) % CANCEL_RING;
     }
     pthread_mutex_unlock(&b->mu);
-    return c != NULL;
+    if (c)
+        return true;
+    /* A repeat waiting for its operation_id's first call ends too (ops lock, not under mu). */
+    return opcache_cancel(b->ops, id);
 }
 
 /* ---- instances ---- */

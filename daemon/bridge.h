@@ -50,8 +50,7 @@
 #define BRIDGE_ID_MAX         64          /* instance ids and command ids, bytes with the NUL */
 #define BRIDGE_TEXT_MAX       200         /* place and name, bytes kept (longer ones are cut) */
 #define BRIDGE_REPLACE_MS     3000        /* an edit instance idle this long yields to a new one */
-#define BRIDGE_OP_WINDOW_MS   600000      /* an operation_id's answer is replayed this long */
-#define BRIDGE_OPS_MAX        64          /* operation_ids remembered at once */
+#define BRIDGE_CLIENTS_MAX    64          /* clients whose turn (round robin) is remembered */
 
 enum bridge_role { BRIDGE_ROLE_EDIT, BRIDGE_ROLE_SERVER, BRIDGE_ROLE_CLIENT };
 
@@ -138,24 +137,34 @@ struct bridge_reply {
 void bridge_reply_cleanup(struct bridge_reply *r); /* safe on a zeroed struct */
 
 /* Sends a command and waits for its result. Retry safety: when args has an "operation_id"
- * (a string), a call of the same tool with the same id within BRIDGE_OP_WINDOW_MS gets a copy of
- * the first call's answer (a JSON object answer gains "replayed": true) instead of being sent
- * again; while the first still runs, the repeat waits for it (up to the deadline). Only answers
- * the plugin gave are kept; a call that failed before or without one (not connected, timed
+ * (a string), a call of the same tool with the same id within OPCACHE_WINDOW_MS (opcache.h) gets a
+ * copy of the first call's answer (a JSON object answer gains "replayed": true) instead of being
+ * sent again; while the first still runs, the repeat waits for it (up to the deadline). Only
+ * answers the plugin gave are kept; a call that failed before or without one (not connected, timed
  * out, cancelled) may be repeated. The plugin never sees operation_id. When other commands for
  * the same Studio were queued or running ahead of it, a JSON object answer gains
- * "queue_ahead": N. id is the call id (copied; must pass
- * bridge_id_ok), args the validated arguments object (borrowed; copied as JSON). Fills *out
+ * "queue_ahead": N, the commands that ran or started before it while it waited. id is the
+ * call id (copied; must pass bridge_id_ok), args the validated arguments object (borrowed;
+ * copied as JSON). Fills *out
  * (the result, or why the call failed: no Studio connected, with how to connect; the target
  * disconnected or stopped polling; the queue is full; the deadline passed; the plugin's own
  * error message, uncut) and returns 0 when out->ok, else -1. Blocks the calling thread. */
 int bridge_call(struct bridge *b, const char *id, const char *tool, const cJSON *args,
                 struct bridge_reply *out);
 
+/* bridge_call for a named client (the MCP session, the runbox process, ...; NULL or "" for a
+ * caller that names none, and those share one turn; cut to BRIDGE_ID_MAX-1 bytes). Commands
+ * for one Studio instance are handed out round robin between clients, in order within each:
+ * two agents' calls take turns however many each has queued. */
+int bridge_call_for(struct bridge *b, const char *id, const char *client, const char *tool,
+                    const cJSON *args, struct bridge_reply *out);
+
 /* Cancels the waiting call whose id is id: a command still queued is dropped (no poll will get
- * it), a command already sent is abandoned (its late answer is ignored), and bridge_call returns
- * at once with ERR_CANCELLED and a message saying which of the two happened. Returns false when
- * no call with that id is waiting. */
+ * it), a command already sent is abandoned (its late answer is ignored), a repeat waiting for
+ * its operation_id's first call stops waiting, and bridge_call returns at once with
+ * ERR_CANCELLED and a message saying which happened. A call not begun yet is remembered
+ * (the last few ids): when it comes, it fails as cancelled without sending anything. Returns
+ * false when no call with that id is waiting. */
 bool bridge_cancel(struct bridge *b, const char *id);
 
 /* Forgets the instance at once and fails its unanswered commands. Returns how many commands

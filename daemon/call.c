@@ -23,6 +23,7 @@
 #include "console.h"
 #include "events.h"
 #include "log.h"
+#include "opcache.h"
 #include "registry.h"
 #include "schema.h"
 #include "studio_answer.h"
@@ -48,6 +49,8 @@ struct call_service {
     struct call *ticking; /* chained through call.next_ticking */
     bool tick_stop, tick_started;
     pthread_t tick_thread;
+
+    struct opcache *ops; /* operation_id answers of the daemon's own tools (run_local) */
 };
 
 struct call {
@@ -57,6 +60,7 @@ struct call {
     struct registry_hold *hold; /* an external tool: keeps it alive until call_end */
     int budget;                 /* the row it holds, or -1 */
     char id[48];
+    char client[64]; /* who asked (call_set_client), "" when unnamed */
     pthread_mutex_t mu;
     bool cancelled;
     void (*hook)(void *arg);
@@ -223,6 +227,10 @@ struct call_service *call_service_new(const struct call_service_options *opt, st
 {
     struct call_service *svc = calloc(1, sizeof(*svc));
 
+    if (svc && !(svc->ops = opcache_new())) {
+        free(svc);
+        svc = NULL;
+    }
     if (!svc) {
         errinfo_set(err, ERR_NOMEM, "out of memory for the call service");
         return NULL;
@@ -247,6 +255,7 @@ struct call_service *call_service_new(const struct call_service_options *opt, st
             pthread_mutex_destroy(&svc->logs_mu);
             pthread_mutex_destroy(&svc->tick_mu);
             pthread_cond_destroy(&svc->tick_cond);
+            opcache_free(svc->ops);
             free(svc);
             return NULL;
         }
@@ -269,6 +278,7 @@ void call_service_free(struct call_service *svc)
     pthread_mutex_destroy(&svc->logs_mu);
     pthread_mutex_destroy(&svc->tick_mu);
     pthread_cond_destroy(&svc->tick_cond);
+    opcache_free(svc->ops);
     free(svc);
 }
 
@@ -424,6 +434,17 @@ const char *call_id(const struct call *c)
     return c->id;
 }
 
+void call_set_client(struct call *c, const char *client)
+{
+    if (c)
+        snprintf(c->client, sizeof(c->client), "%s", client ? client : "");
+}
+
+const char *call_client(const struct call *c)
+{
+    return c->client;
+}
+
 const struct catalog_tool *call_tool(const struct call *c)
 {
     return c->tool;
@@ -527,6 +548,137 @@ static void bridge_cancel_hook(void *arg)
     bridge_cancel(c->svc->tools->bridge, c->id);
 }
 
+/* ---- the daemon's own tools, with retry safety ---- */
+
+#define OP_WAIT_MS 120000 /* a repeat waits this long for its first call (exec runs 110 s) */
+
+/* The call's operation_id (the catalog declares one on tools whose repeat would act twice),
+ * or NULL. */
+static const char *operation_of(const cJSON *args)
+{
+    const cJSON *op = args ? cJSON_GetObjectItemCaseSensitive(args, "operation_id") : NULL;
+
+    return cJSON_IsString(op) && op->valuestring[0] ? op->valuestring : NULL;
+}
+
+static void op_cancel_hook(void *arg)
+{
+    struct call *c = arg;
+
+    opcache_cancel(c->svc->ops, c->id);
+}
+
+/* text (owned, JSON) with "replayed":true as its first member when it is an object; the text is
+ * left alone otherwise or when out of memory. */
+static void mark_replayed(char **text, size_t *len)
+{
+    static const char member[] = "\"replayed\":true";
+    size_t at = 0, after, n;
+    char *out;
+
+    while (at < *len && strchr(" \n\r\t", (*text)[at]))
+        at++;
+    if (at >= *len || (*text)[at] != '{')
+        return;
+    after = ++at; /* just past the brace */
+    while (at < *len && strchr(" \n\r\t", (*text)[at]))
+        at++;
+    out = malloc(*len + sizeof(member) + 1);
+    if (!out)
+        return;
+    memcpy(out, *text, after);
+    memcpy(out + after, member, sizeof(member) - 1);
+    n = after + sizeof(member) - 1;
+    if (at < *len && (*text)[at] != '}')
+        out[n++] = ','; /* members follow */
+    memcpy(out + n, *text + after, *len - after);
+    n += *len - after;
+    out[n] = '\0';
+    free(*text);
+    *text = out;
+    *len = n;
+}
+
+/* A repeat's answer (from the claim) as the call's outcome. */
+static int replayed(struct call *c, struct opcache_answer *ans, bool replay,
+                    struct tools_result *out, struct errinfo *err)
+{
+    if (!ans->data) {
+        opcache_answer_cleanup(ans);
+        errinfo_set(err, ERR_NOMEM, "out of memory replaying %s", catalog_tool_name(c->tool));
+        return -1;
+    }
+    if (ans->ok) {
+        out->data = ans->data;
+        out->len = ans->len;
+        out->is_json = ans->is_json;
+        out->structured = ans->structured;
+        if (out->is_json)
+            mark_replayed(&out->data, &out->len);
+        if (out->structured) {
+            size_t slen = strlen(out->structured);
+
+            mark_replayed(&out->structured, &slen);
+        }
+        return 0;
+    }
+    errinfo_set(err, ans->kind, "%s", ans->data);
+    if (replay && (ans->len >= sizeof(err->msg) || memchr(ans->data, '\n', ans->len))) {
+        out->data = ans->data; /* the whole message, as the first call gave it */
+        out->len = ans->len;
+        ans->data = NULL;
+    }
+    opcache_answer_cleanup(ans);
+    return -1;
+}
+
+/* A tool of the daemon. With an operation_id, a repeat within OPCACHE_WINDOW_MS gets the first
+ * call's answer (marked "replayed") instead of running again; the answer is kept when the
+ * outcome is known: success, or the tool's own refusal (not a timeout, a cancel, a busy daemon
+ * or no memory, after which a retry runs). */
+static int run_local(struct call *c, struct tools_result *out, struct errinfo *err)
+{
+    const char *name = catalog_tool_name(c->tool);
+    const char *op = operation_of(c->args);
+    struct opcache_answer ans;
+    enum opcache_claim cl;
+    struct errinfo mine = {0};
+    int rc;
+    bool keep;
+
+    if (!op)
+        return tools_call(c->svc->tools, c, name, c->args, out, err);
+    call_on_cancel(c, op_cancel_hook, c);
+    cl = opcache_claim(c->svc->ops, name, op, c->id, OP_WAIT_MS, &ans);
+    call_off_cancel(c);
+    if (cl != OPCACHE_RUN) {
+        log_debug("call: %s %s: operation_id %s %s", c->id, name, op,
+                  cl == OPCACHE_REPLAY ? "answered again" : "not run");
+        return replayed(c, &ans, cl == OPCACHE_REPLAY, out, err);
+    }
+    if (!err)
+        err = &mine;
+    if (call_is_cancelled(c)) { /* a cancel that came while it claimed */
+        opcache_finish(c->svc->ops, name, op, &(struct opcache_answer){0}, false);
+        errinfo_set(err, ERR_CANCELLED, "%s was cancelled before it started", name);
+        return -1;
+    }
+    rc = tools_call(c->svc->tools, c, name, c->args, out, err);
+    keep = rc == 0 || (err->kind != ERR_CANCELLED && err->kind != ERR_TIMEOUT &&
+                       err->kind != ERR_UNAVAILABLE && err->kind != ERR_NOMEM);
+    opcache_finish(c->svc->ops, name, op,
+                   &(struct opcache_answer){
+                       .ok = rc == 0,
+                       .is_json = rc == 0 && out->is_json,
+                       .kind = rc == 0 ? ERR_NONE : err->kind,
+                       .data = rc == 0 || out->data ? out->data : err->msg,
+                       .len = rc == 0 || out->data ? out->len : strlen(err->msg),
+                       .structured = rc == 0 ? out->structured : NULL,
+                   },
+                   keep && (rc != 0 || out->data));
+    return rc;
+}
+
 /* A Studio tool: the command goes to the plugin and the call waits for its answer. */
 static int run_studio(struct call *c, struct tools_result *out, struct errinfo *err)
 {
@@ -538,7 +690,7 @@ static int run_studio(struct call *c, struct tools_result *out, struct errinfo *
         return -1;
     }
     call_on_cancel(c, bridge_cancel_hook, c);
-    bridge_call(b, c->id, catalog_tool_name(c->tool), c->args, &rep);
+    bridge_call_for(b, c->id, c->client, catalog_tool_name(c->tool), c->args, &rep);
     call_off_cancel(c);
     if (!rep.data) {
         errinfo_set(err, ERR_NOMEM, "out of memory waiting for Studio");
@@ -591,7 +743,7 @@ int call_run(struct call *c, struct tools_result *out, struct errinfo *err)
         break;
     case CATALOG_ROUTE_LOCAL:
     default:
-        rc = tools_call(c->svc->tools, c, name, c->args, out, err);
+        rc = run_local(c, out, err);
         break;
     }
     if (c->ticking)

@@ -113,6 +113,13 @@ const char *call_id(const struct call *c);                    /* "c<start><pid>-
 const struct catalog_tool *call_tool(const struct call *c);   /* borrowed */
 const struct tools_ctx *call_tools_ctx(const struct call *c); /* borrowed */
 
+/* Names the client the call comes from (copied, cut to 63 bytes; NULL or "" for none), before
+ * call_run: "mcp:<session>" for an MCP session, "http:<X-Runbox-Client>" for POST /tool (runbox
+ * sends its own). Studio commands are served round robin between clients (bridge_call_for);
+ * unnamed calls share one turn. */
+void call_set_client(struct call *c, const char *client);
+const char *call_client(const struct call *c); /* "" when unnamed */
+
 /* ---- for the work a call runs (handlers, the bridge, the exec engine's waits) ---- */
 
 /* True once the call was cancelled. NULL (a handler run outside the call service) is never

@@ -14,9 +14,11 @@
 struct tools_result;
 
 /* Finishes the plugin's successful answer for tool in *out (data owned by out): JSON that its
- * output schema describes gets its empty objects back. Text answers, and JSON with nothing to
- * change, are left as they are (no copy). Returns 0, or -1 with err (out of memory; *out is
- * then unchanged). */
+ * output schema describes gets its empty objects back; a tool that answers an image
+ * (catalog_tool_answers_image: capture_screenshot) gets its pixels as a PNG in "data" (base64),
+ * with "mimeType": "image/png", width, height and bytes (a bad image: ERR_INVALID saying so). Text
+ * answers, and JSON with nothing to change, are left as they are (no copy). Returns 0, or -1 with
+ * err (out of memory; *out is then unchanged). */
 int studio_answer_finish(const struct catalog_tool *tool, struct tools_result *out,
                          struct errinfo *err);
 

@@ -46,6 +46,16 @@ static int need_console(const struct tools_ctx *ctx, struct errinfo *err)
     return -1;
 }
 
+/* The bridge's state as the Studio tools answer it: without "recent" (the last finished commands,
+ * for /health and the status page: a person's view, not in the tools' output schemas). */
+static cJSON *studio_status(struct bridge *b)
+{
+    cJSON *st = bridge_status_json(b);
+
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "recent");
+    return st;
+}
+
 int tools_list_studios(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                        struct tools_result *out, struct errinfo *err)
 {
@@ -53,7 +63,7 @@ int tools_list_studios(const struct tools_ctx *ctx, struct call *call, const cJS
     (void)args;
     if (need_bridge(ctx, err) < 0)
         return -1;
-    return json_result(bridge_status_json(ctx->bridge), out, err);
+    return json_result(studio_status(ctx->bridge), out, err);
 }
 
 int tools_set_active_studio(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
@@ -70,7 +80,7 @@ int tools_set_active_studio(const struct tools_ctx *ctx, struct call *call, cons
     }
     if (bridge_set_active(ctx->bridge, inst->valuestring, err) < 0)
         return -1;
-    return json_result(bridge_status_json(ctx->bridge), out, err);
+    return json_result(studio_status(ctx->bridge), out, err);
 }
 
 static uint64_t uint_arg(const cJSON *args, const char *name, uint64_t dflt)

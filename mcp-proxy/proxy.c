@@ -354,6 +354,7 @@ static void on_answer(void *ctx, const struct upstream_reply *reply)
     struct proxy *p = pc->p;
     struct upstream_answer a;
     struct mcp_call *call = pc->call;
+    const struct catalog_tool *tool;
 
     pc->req = NULL;
     if (reply->outcome == UPSTREAM_REFUSED && p->as) {
@@ -386,10 +387,19 @@ static void on_answer(void *ctx, const struct upstream_reply *reply)
         upstream_map_answer(reply, upstream_base_url(p->up), &a);
     }
     pcall_free(pc);
+    tool = catalog_find(p->cat, mcp_call_name(call));
     if (a.mcp_result) {
         /* An external server's result goes to the client as the server gave it (as on /mcp). */
         mcp_call_result(call, a.mcp_result);
         a.mcp_result = NULL;
+    } else if (a.ok && tool && catalog_tool_answers_image(tool) && cJSON_IsObject(a.result)) {
+        /* A picture (capture_screenshot): image content, the other facts as text. */
+        cJSON *result = catalog_image_result(a.result);
+
+        if (result)
+            mcp_call_result(call, result);
+        else
+            tool_failed(call, "runboxd's image answer has no data and mimeType", false);
     } else if (a.ok) {
         answer_tool(call, a.result, a.structured);
         a.result = NULL;

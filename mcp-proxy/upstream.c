@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -578,15 +579,24 @@ static bool append_headers(struct curl_slist **list, const char *const *lines, s
 
 static int build_headers(struct upstream *up, const char *token, struct errinfo *err)
 {
-    /* "Expect:": no 100-continue wait for bodies over 1 KiB (civetweb never sends one). */
-    static const char *const post[] = {"Content-Type: application/json", "Accept: application/json",
-                                       "Expect:"};
-    static const char *const post_sse[] = {"Content-Type: application/json",
-                                           "Accept: text/event-stream", "Expect:"};
+    /* "Expect:": no 100-continue wait for bodies over 1 KiB (civetweb never sends one).
+     * X-Runbox-Client names this runbox process (pid and start time), so that runboxd serves
+     * Studio calls from several runbox processes in turn (docs/http-api.md). */
+    char client[80];
+    const char *const post[] = {"Content-Type: application/json", "Accept: application/json",
+                                "Expect:", client};
+    const char *const post_sse[] = {"Content-Type: application/json", "Accept: text/event-stream",
+                                    "Expect:", client};
     static const char *const get[] = {"Accept: application/json"};
     static const char *const get_sse[] = {"Accept: text/event-stream"};
     char auth[UPSTREAM_TOKEN_MAX + 32];
     const char *a = NULL;
+
+    static unsigned long started; /* the first build's time: the name stays across rebuilds */
+
+    if (!started)
+        started = (unsigned long)time(NULL);
+    snprintf(client, sizeof(client), "X-Runbox-Client: runbox-%ld-%lx", (long)getpid(), started);
 
     if (token && *token) {
         int n = snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
@@ -597,8 +607,8 @@ static int build_headers(struct upstream *up, const char *token, struct errinfo 
         }
         a = auth;
     }
-    if (!append_headers(&up->post_headers, post, 3, a) ||
-        !append_headers(&up->post_sse_headers, post_sse, 3, a) ||
+    if (!append_headers(&up->post_headers, post, 4, a) ||
+        !append_headers(&up->post_sse_headers, post_sse, 4, a) ||
         !append_headers(&up->get_headers, get, 1, a) ||
         !append_headers(&up->get_sse_headers, get_sse, 1, a)) {
         errinfo_set(err, ERR_NOMEM, "upstream: out of memory for HTTP headers");

@@ -363,6 +363,10 @@ const cJSON *mcp_call_uri_vars(const struct mcp_call *c);  /* template read: {"i
 const char *mcp_call_id_text(const struct mcp_call *c);    /* compact JSON of the request id */
 const char *mcp_call_protocol(const struct mcp_call *c);   /* the version this request speaks */
 bool mcp_call_is_modern(const struct mcp_call *c);
+/* The session the request came on, as a number unique in the process (1, 2, ... in the order
+ * sessions were opened): a name for the client, e.g. to serve several clients in turn. A
+ * stateless modern request has a session of its own. */
+uint64_t mcp_call_session_serial(const struct mcp_call *c);
 const cJSON *mcp_call_client_capabilities(const struct mcp_call *c); /* {} when none */
 const cJSON *mcp_call_client_info(const struct mcp_call *c);         /* or NULL */
 

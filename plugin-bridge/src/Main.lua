@@ -42,6 +42,9 @@ function Main.studioEnv()
 		UDim2 = UDim2,
 		Enum = Enum,
 		DockWidgetPluginGuiInfo = DockWidgetPluginGuiInfo,
+		studioSettings = function()
+			return settings().Studio
+		end,
 		spawn = task.spawn,
 		wait = task.wait,
 		pcall = pcall,

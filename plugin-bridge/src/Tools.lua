@@ -29,6 +29,7 @@ local GROUPS = {
 	require(script.Parent.tools.Playtest),
 	require(script.Parent.tools.Marketplace),
 	require(script.Parent.tools.History),
+	require(script.Parent.tools.Capture),
 }
 
 local byName = {}

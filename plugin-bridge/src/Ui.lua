@@ -2,7 +2,9 @@
 --
 -- The widget shows the connection state and what to do about a failure, the daemon URL and an
 -- optional token (both editable and saved by Main through plugin:SetSetting), an auto-connect
--- toggle, and one Connect/Disconnect button. The toolbar button shows and hides the widget.
+-- toggle, and one Connect/Disconnect button. The toolbar button shows and hides the widget, and
+-- stays pressed exactly while the widget is open (also when it is closed with its X). Text and
+-- fields take Studio's theme colours (settings().Studio.Theme) and follow a theme change.
 
 local Ui = {}
 Ui.__index = Ui
@@ -26,7 +28,20 @@ local STATE_COLOR = {
 	disconnected = { 0.55, 0.55, 0.55 },
 }
 
--- env: Instance, Color3, UDim, UDim2, Enum, DockWidgetPluginGuiInfo (Studio's globals, or fakes).
+-- Studio's colour for a style guide item (Enum.StudioStyleGuideColor), or fallback when there
+-- is no theme to ask (env.studioSettings absent, a failing call, an unknown item).
+local function themeColor(env, item, fallback)
+	local ok, c = pcall(function()
+		return env.studioSettings().Theme:GetColor(env.Enum.StudioStyleGuideColor[item])
+	end)
+	if ok and c ~= nil then
+		return c
+	end
+	return fallback
+end
+
+-- env: Instance, Color3, UDim, UDim2, Enum, DockWidgetPluginGuiInfo (Studio's globals, or fakes),
+-- studioSettings (optional: returns settings().Studio).
 local function make(env, className, props, parent)
 	local inst = env.Instance.new(className)
 	for key, value in pairs(props) do
@@ -47,7 +62,6 @@ local function label(env, parent, order, text)
 		Text = text,
 		TextWrapped = true,
 		TextXAlignment = env.Enum.TextXAlignment.Left,
-		TextColor3 = env.Color3.new(0.8, 0.8, 0.8),
 	}, parent)
 end
 
@@ -129,21 +143,50 @@ function Ui.new(plugin, env, handlers, initial)
 		SortOrder = env.Enum.SortOrder.LayoutOrder,
 	}, root)
 
+	-- what takes a theme colour: {inst, property, style guide item, fallback}
+	self.themed = {}
+	local function themed(inst, prop, item, fallback)
+		table.insert(self.themed, { inst, prop, item, fallback })
+		return inst
+	end
+	local grey = env.Color3.new(0.8, 0.8, 0.8)
+	local function themedLabel(order, text)
+		return themed(label(env, root, order, text), "TextColor3", "MainText", grey)
+	end
+	local function themedField(inst, bg, text)
+		themed(inst, "BackgroundColor3", bg, nil)
+		return themed(inst, "TextColor3", text, nil)
+	end
+
 	self.stateLabel = label(env, root, 1, Ui.STATE_TEXT.disconnected)
-	self.detailLabel = label(env, root, 2, "")
+	self.detailLabel = themedLabel(2, "")
 	self.detailLabel.Size = env.UDim2.new(1, 0, 0, 64)
 	self.detailLabel.TextYAlignment = env.Enum.TextYAlignment.Top
-	label(env, root, 3, "Daemon URL")
-	self.urlBox = box(env, root, 4, "Url", initial.url or "", "http://127.0.0.1:7766")
-	label(env, root, 5, "Token (only if the daemon uses RUNBOX_TOKEN)")
-	self.tokenBox = box(env, root, 6, "Token", initial.token or "", "no token")
-	self.autoButton = button(env, root, 7, "AutoConnect", "")
-	self.connectButton = button(env, root, 8, "Connect", "Connect")
+	themedLabel(3, "Daemon URL")
+	self.urlBox = themedField(box(env, root, 4, "Url", initial.url or "", "http://127.0.0.1:7766"),
+		"InputFieldBackground", "MainText")
+	themedLabel(5, "Token (only if the daemon uses RUNBOX_TOKEN)")
+	self.tokenBox = themedField(box(env, root, 6, "Token", initial.token or "", "no token"),
+		"InputFieldBackground", "MainText")
+	self.autoButton = themedField(button(env, root, 7, "AutoConnect", ""), "Button", "ButtonText")
+	self.connectButton = themedField(button(env, root, 8, "Connect", "Connect"), "Button", "ButtonText")
+	self:applyTheme()
 
 	local ui = self
 	self.toolbarButton.Click:Connect(function()
 		ui.widget.Enabled = not ui.widget.Enabled
 		ui.toolbarButton:SetActive(ui.widget.Enabled)
+	end)
+	-- Closed with its X, or opened by Studio restoring the layout: the button follows.
+	pcall(function()
+		ui.widget:GetPropertyChangedSignal("Enabled"):Connect(function()
+			ui.toolbarButton:SetActive(ui.widget.Enabled)
+		end)
+	end)
+	pcall(function()
+		env.studioSettings().ThemeChanged:Connect(function()
+			ui:applyTheme()
+		end)
 	end)
 	self.urlBox.FocusLost:Connect(function()
 		handlers.onUrl(ui.urlBox.Text)
@@ -165,6 +208,16 @@ function Ui.new(plugin, env, handlers, initial)
 	end)
 	self:refreshAuto()
 	return self
+end
+
+-- Sets every themed colour from Studio's current theme (a fallback, or nothing, without one).
+function Ui:applyTheme()
+	for _, t in ipairs(self.themed) do
+		local c = themeColor(self.env, t[3], t[4])
+		if c ~= nil then
+			t[1][t[2]] = c
+		end
+	end
 end
 
 function Ui:refreshAuto()

@@ -640,7 +640,7 @@ end
 
 -- The type the reflection database gives inst's property (ReflectionService, when Studio has
 -- it), for a property whose value is nil now (BasePart.CustomPhysicalProperties): its decoder
--- reads an untagged value. nil when unknown.
+-- reads an untagged value (an array, or a name such as a material's). nil when unknown.
 local function reflectedType(inst, prop, game)
 	local ok, list = pcall(function()
 		return game:GetService("ReflectionService"):GetPropertiesOfClass(inst.ClassName)
@@ -675,7 +675,7 @@ function Values.forProperty(inst, prop, j, game)
 		if expected == "EnumItem" then
 			expectedEnum = cur.EnumType
 		end
-	elseif game and type(j) == "table" and j.type == nil then
+	elseif game and ((type(j) == "table" and j.type == nil) or type(j) == "string") then
 		local t = reflectedType(inst, prop, game)
 		if t then
 			local okD, v = pcall(decoders[t], j)

@@ -78,6 +78,7 @@ local SAMPLES = {
 	restart = true,
 	operation_id = "op-1",
 	max_output = 5000,
+	max_size = 64,
 	before = "local setup = 1",
 	objects = { { class_name = "Part", parent = "Workspace", name = "A" },
 		{ class_name = "Folder", parent = "ReplicatedStorage" } },

@@ -18,7 +18,7 @@ local function freshCtx()
 	return place, Fake.load("Tools")
 end
 
-test("the catalog has the 46 Studio tools of issue 4 plus the session and history tools", function()
+test("the catalog has the 46 Studio tools of issue 4 plus the session, history and issue-11 tools", function()
 	local expected = { "get_file_tree", "search_files", "get_place_info", "get_services", "search_objects",
 		"get_instance_properties", "get_instance_children", "search_by_property", "get_class_info",
 		"get_project_structure", "summarize_game", "set_property", "mass_set_property", "mass_get_property",
@@ -28,12 +28,13 @@ test("the catalog has the 46 Studio tools of issue 4 plus the session and histor
 		"delete_script_lines", "get_attribute", "set_attribute", "get_attributes", "delete_attribute", "get_tags",
 		"add_tag", "remove_tag", "get_tagged", "get_selection", "execute_luau", "get_console_output",
 		"clear_console_output", "start_play", "stop_play", "run_server", "get_studio_mode", "run_script_in_play_mode",
-		"insert_model", "list_studios", "set_active_studio", "undo", "redo", "check_syntax", "get_studio_state" }
-	eq(#expected, 52)
+		"insert_model", "list_studios", "set_active_studio", "undo", "redo", "check_syntax", "get_studio_state",
+		"capture_screenshot" }
+	eq(#expected, 53)
 	for _, n in ipairs(expected) do
 		truthy(catalog[n], "catalog entry for " .. n)
 	end
-	eq(#order, 52, "tools in studio-*.json")
+	eq(#order, 53, "tools in studio-*.json")
 end)
 
 test("routes: the daemon answers exactly the five local tools", function()

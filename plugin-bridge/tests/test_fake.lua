@@ -89,6 +89,51 @@ test("services: GetService, JSON, history, selection", function()
 	raises(function() chs:FinishRecording(id, Enum.FinishRecordingOperation.Commit) end, "no recording")
 end)
 
+-- Gap: the engine's Cancel reverts what the recording changed (ChangeHistoryService.yaml); a
+-- fake that kept the changes could hide a tool that relies on it.
+test("ChangeHistoryService: Cancel reverts the recording's changes, Commit and Append keep them", function()
+	local place = Fake.newPlace()
+	local g = place.game
+	local chs = g:GetService("ChangeHistoryService")
+	local lava = g.Workspace.Lava
+	local before = { t = lava.Transparency, parent = lava.Parent, n = #g.Workspace:GetChildren() }
+	local id = chs:TryBeginRecording("x")
+	lava.Transparency = 0.75
+	lava.Parent = g.ReplicatedStorage
+	lava:SetAttribute("Heat", 9)
+	lava:AddTag("Hot")
+	local p = Instance.new("Part")
+	p.Name = "New"
+	p.Parent = g.Workspace
+	chs:FinishRecording(id, Enum.FinishRecordingOperation.Cancel)
+	eq(lava.Transparency, before.t)
+	eq(lava.Parent, before.parent)
+	eq(lava:GetAttribute("Heat"), nil)
+	eq(lava:HasTag("Hot"), false)
+	eq(g.Workspace:FindFirstChild("New"), nil)
+	eq(#g.Workspace:GetChildren(), before.n)
+	for _, op in ipairs({ "Commit", "Append" }) do
+		id = chs:TryBeginRecording("y")
+		lava.Transparency = 0.5
+		chs:FinishRecording(id, Enum.FinishRecordingOperation[op])
+		eq(lava.Transparency, 0.5, op .. " keeps the change")
+		lava.Transparency = before.t
+	end
+	lava.Transparency = 0.25 -- outside a recording: nothing is recorded, nothing reverted
+	eq(lava.Transparency, 0.25)
+end)
+
+-- Gap: GetSetting and SetSetting may fail while several Studio windows use the settings
+-- (Plugin.yaml); the fake's plugin fails as many times as a test asks.
+test("plugin settings can fail, as in Studio", function()
+	local place = Fake.newPlace()
+	place.plugin:SetSetting("k", 1)
+	place.plugin.getFails = 2
+	raises(function() place.plugin:GetSetting("k") end, "settings")
+	raises(function() place.plugin:GetSetting("k") end, "settings")
+	eq(place.plugin:GetSetting("k"), 1)
+end)
+
 test("task: spawn runs at once, wait and delay follow the virtual clock", function()
 	Fake.newPlace()
 	local L = Fake.L

@@ -570,6 +570,34 @@ test("main_builds_the_widget_and_connects_on_click", function()
 	eq(plugin.settings.RunboxConnected, false)
 end)
 
+-- Audit F23: the toolbar button stays pressed exactly while the widget is open, also when the
+-- widget is closed with its X; text and fields take Studio's theme colours and follow a change.
+test("main_button_follows_the_widget_and_colours_follow_the_theme", function()
+	local sched = X.scheduler()
+	local d = fakeDaemon(sched)
+	local plugin = X.fakePlugin({})
+	local studio = X.studioSettings()
+	local env = X.env({ sched = sched, request = d.request, tools = toolset(sched, {}),
+		game = X.game({ role = "edit" }), studio = studio })
+	Main.start(plugin, env)
+	local button = plugin.toolbars[1].buttons[1]
+	local widget = plugin.widgets.RunboxBridgeWidget
+	button.Click:Fire()
+	eq(button.active, true)
+	widget.Enabled = false -- the user closes it with its X
+	eq(button.active, false, "the button is released with the widget")
+	widget.Enabled = true
+	eq(button.active, true)
+	local url = X.find(widget, "Url")
+	same(url.TextColor3, { theme = "Dark", item = "MainText" })
+	same(url.BackgroundColor3, { theme = "Dark", item = "InputFieldBackground" })
+	same(X.find(widget, "Connect").BackgroundColor3, { theme = "Dark", item = "Button" })
+	same(X.find(widget, "Label3").TextColor3, { theme = "Dark", item = "MainText" })
+	X.setTheme(studio, "Light")
+	same(url.TextColor3, { theme = "Light", item = "MainText" }, "a theme change re-colours")
+	same(X.find(widget, "Connect").TextColor3, { theme = "Light", item = "ButtonText" })
+end)
+
 test("main_falls_back_to_CreateDockWidgetPluginGui_on_older_studios", function()
 	local sched = X.scheduler()
 	local d = fakeDaemon(sched)

@@ -172,6 +172,17 @@ test("start_play reports a start that fails after yielding, and restart ends the
 	eq(place.game.StudioTestService:_isRunning(), false, "no test after a failed before")
 end)
 
+test("stop_play retries when Studio fails to read the plugin settings, and says so when it keeps failing", function()
+	local place, run = Fake.setup()
+	run("start_play", {})
+	testServer(place)
+	place.plugin.getFails = 2 -- two failed read-backs, then the settings answer
+	eq(run("stop_play", {}).requested, true)
+	place.plugin.getFails = 100
+	raises(function() run("stop_play", {}) end, "could not write the stop request")
+	place.plugin.getFails = 0
+end)
+
 test("stop_play without plugin settings says why", function()
 	local place, run = Fake.setup()
 	place.ctx.plugin = nil
@@ -207,6 +218,26 @@ test("run_script_in_play_mode runs code in the server and returns its result and
 	same(r.logs, { { level = "info", message = "in the server" }, { level = "warn", message = "w" } })
 	eq(place.game.ServerScriptService:FindFirstChild("RunboxPlayRunner"), nil, "runner removed")
 	eq(run("get_studio_mode", {}).testRunning, false)
+end)
+
+-- F14: the runner is added and removed inside recordings finished with Append, so it never
+-- lands in the user's next undo step and makes no step of its own.
+test("run_script_in_play_mode adds and removes its runner inside appended recordings", function()
+	local place, run = Fake.setup()
+	local chs = place.state[place.game.ChangeHistoryService]
+	local undoBefore = #chs.undo
+	eq(run("run_script_in_play_mode", { code = "return 1" }).success, true)
+	local ops = {}
+	for _, l in ipairs(chs.log) do
+		if l.op == "begin" then
+			table.insert(ops, "begin " .. l.name)
+		elseif l.op == "finish" then
+			table.insert(ops, "finish " .. l.operation.Name)
+		end
+	end
+	same(ops, { "begin Runbox: play-mode runner", "finish Append", "begin Runbox: play-mode runner", "finish Append" })
+	eq(#chs.undo, undoBefore, "no undo step of its own")
+	eq(place.game.ServerScriptService:FindFirstChild("RunboxPlayRunner"), nil)
 end)
 
 test("run_script_in_play_mode: yields, errors, timeouts, syntax errors", function()

@@ -296,3 +296,19 @@ test("delete_object inside a recording unparents (undo can put it back); unrecor
 	run("delete_object", { path = "Workspace.Lava" })
 	raises(function() lava.Parent = place.game.Workspace end, "locked")
 end)
+
+-- The runtime cancels the recording of a write that fails (Executor); with the engine's Cancel
+-- (the fake's reverts too) what the failed call changed before its error is gone.
+test("a write that fails halfway leaves nothing behind once its recording is cancelled", function()
+	local place, run = Fake.setup()
+	local chs = place.game:GetService("ChangeHistoryService")
+	local before = place.game.Workspace.Lava.Transparency
+	local id = chs:TryBeginRecording("Runbox: execute_luau")
+	raises(function()
+		run("execute_luau", { code = "workspace.Lava.Transparency = 0.9 Instance.new('Part', workspace).Name = 'Half' error('midway')" })
+	end, "midway")
+	truthy(math.abs(place.game.Workspace.Lava.Transparency - 0.9) < 1e-6, "changed before the error (float32)")
+	chs:FinishRecording(id, Enum.FinishRecordingOperation.Cancel)
+	eq(place.game.Workspace.Lava.Transparency, before)
+	eq(place.game.Workspace:FindFirstChild("Half"), nil)
+end)

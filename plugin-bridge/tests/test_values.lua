@@ -193,3 +193,29 @@ test("set_property takes Font, PhysicalProperties (nil before), Faces, Axes, Con
 	run("set_attribute", { path = "Workspace.Lava", name = "ui.font-face/1", value = got })
 	eq(typeof(place.game.Workspace.Lava:GetAttribute("ui.font-face/1")), "Font", "Font attributes, engine names")
 end)
+
+-- Audit F10: a property that is nil now has no value to take its type from; the reflection
+-- database's Type picks the decoder, so an untagged value (an array, a material name) works.
+-- Without ReflectionService the same write fails and says how to tag the value.
+test("an untagged value goes into a nil-valued property by its reflected type", function()
+	local place, run = Fake.setup()
+	local lava = place.game.Workspace.Lava
+	eq(lava.CustomPhysicalProperties, nil)
+	local err = raises(function()
+		run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties",
+			value = { 2, 0.5, 0.1, 1, 1 } })
+	end, "CustomPhysicalProperties")
+	truthy(lava.CustomPhysicalProperties == nil, "nothing was set: " .. err)
+	place.state[place.game:GetService("ReflectionService")].enabled = true
+	local r = run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties",
+		value = { 2, 0.5, 0.1, 1, 1 } })
+	same(r.value, { type = "PhysicalProperties", value = { 2, 0.5, 0.1, 1, 1 } })
+	eq(typeof(lava.CustomPhysicalProperties), "PhysicalProperties")
+	run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties", value = { type = "nil" } })
+	run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties", value = "Wood" })
+	eq(typeof(lava.CustomPhysicalProperties), "PhysicalProperties", "from a material name")
+	raises(function()
+		run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties", value = { type = "nil" } })
+		run("set_property", { path = "Workspace.Lava", property = "CustomPhysicalProperties", value = { 1, 2 } })
+	end, "Workspace.Lava.CustomPhysicalProperties: ")
+end)

@@ -191,6 +191,8 @@ static void advance(int64_t ms)
 struct call {
     pthread_t tid;
     const char *id, *tool;
+    const char *client; /* NULL: unnamed */
+    atomic_bool done;   /* call_thread returned */
     cJSON *args;
     struct bridge_reply rep;
     int rc;
@@ -200,7 +202,8 @@ static void *call_thread(void *arg)
 {
     struct call *c = arg;
 
-    c->rc = bridge_call(b, c->id, c->tool, c->args, &c->rep);
+    c->rc = bridge_call_for(b, c->id, c->client, c->tool, c->args, &c->rep);
+    atomic_store(&c->done, true);
     return NULL;
 }
 
@@ -396,6 +399,135 @@ START_TEST(test_bridge_answer_says_how_many_calls_were_ahead)
     bridge_reply_cleanup(&c.rep);
     bridge_command_cleanup(&first);
     bridge_command_cleanup(&second);
+}
+END_TEST
+
+static void start_call_from(struct call *c, const char *id, const char *client)
+{
+    memset(c, 0, sizeof(*c));
+    c->id = id;
+    c->tool = "set_property";
+    c->client = client;
+    c->args = cJSON_Parse("{\"path\":\"Workspace\"}");
+    ck_assert_int_eq(pthread_create(&c->tid, NULL, call_thread, c), 0);
+}
+
+/* Two clients, one Studio: client b's one call goes before client a's second, though it came
+ * after it (round robin between clients, not first come first served); queue_ahead counts the
+ * calls that actually went first. */
+START_TEST(test_bridge_clients_take_turns)
+{
+    struct bridge_command cmd[3], none;
+    struct call a1, a2, b1;
+
+    poll_as("A", BRIDGE_ROLE_EDIT, "1", &none);
+    start_call_from(&a1, "a1", "mcp:1");
+    wait_depth(1);
+    start_call_from(&a2, "a2", "mcp:1");
+    wait_depth(2);
+    start_call_from(&b1, "b1", "mcp:2");
+    wait_depth(3);
+    for (int i = 0; i < 3; i++)
+        poll_until_command("A", BRIDGE_ROLE_EDIT, &cmd[i]);
+    ck_assert_str_eq(cmd[0].id, "a1");
+    ck_assert_str_eq(cmd[1].id, "b1");
+    ck_assert_str_eq(cmd[2].id, "a2");
+    for (int i = 0; i < 3; i++) {
+        bridge_result(b, cmd[i].id, true, "{}", 2, true);
+        bridge_command_cleanup(&cmd[i]);
+    }
+    end_call(&a1);
+    end_call(&a2);
+    end_call(&b1);
+    ck_assert_str_eq(a1.rep.data, "{}");
+    ck_assert_str_eq(b1.rep.data, "{\"queue_ahead\":1}");
+    ck_assert_str_eq(a2.rep.data, "{\"queue_ahead\":2}");
+    bridge_reply_cleanup(&a1.rep);
+    bridge_reply_cleanup(&a2.rep);
+    bridge_reply_cleanup(&b1.rep);
+}
+END_TEST
+
+/* Unnamed callers (NULL and "") share one turn: a named client's call goes between them. */
+START_TEST(test_bridge_unnamed_callers_share_a_turn)
+{
+    struct bridge_command cmd[3], none;
+    struct call u1, u2, n1;
+
+    poll_as("A", BRIDGE_ROLE_EDIT, "1", &none);
+    start_call_from(&u1, "u1", NULL);
+    wait_depth(1);
+    start_call_from(&u2, "u2", "");
+    wait_depth(2);
+    start_call_from(&n1, "n1", "http:runbox-1");
+    wait_depth(3);
+    for (int i = 0; i < 3; i++)
+        poll_until_command("A", BRIDGE_ROLE_EDIT, &cmd[i]);
+    ck_assert_str_eq(cmd[0].id, "u1");
+    ck_assert_str_eq(cmd[1].id, "n1");
+    ck_assert_str_eq(cmd[2].id, "u2");
+    for (int i = 0; i < 3; i++) {
+        bridge_result(b, cmd[i].id, true, "{}", 2, true);
+        bridge_command_cleanup(&cmd[i]);
+    }
+    end_call(&u1);
+    end_call(&u2);
+    end_call(&n1);
+    bridge_reply_cleanup(&u1.rep);
+    bridge_reply_cleanup(&u2.rep);
+    bridge_reply_cleanup(&n1.rep);
+}
+END_TEST
+
+/* A repeat that waits behind its operation_id's first call (still running in Studio) ends at
+ * once when it is cancelled, sending nothing; the first call still gets its answer. */
+START_TEST(test_bridge_cancel_ends_a_waiting_repeat)
+{
+    struct bridge_command cmd, none;
+    struct call first, repeat;
+
+    poll_as("A", BRIDGE_ROLE_EDIT, "1", &none);
+    start_call_args(&first, "c1", "delete_object", "{\"path\":\"W.P\",\"operation_id\":\"op-7\"}");
+    poll_until_command("A", BRIDGE_ROLE_EDIT, &cmd);
+    start_call_args(&repeat, "c2", "delete_object", "{\"path\":\"W.P\",\"operation_id\":\"op-7\"}");
+    /* The repeat waits in the operation table, not in the queue: cancel it once it waits (a
+     * cancel that comes first is kept too, so either way the repeat must end cancelled). A
+     * cancel before the claim returns false and is remembered; the loop then ends when the
+     * repeat has ended (cancelled at its claim). */
+    while (!bridge_cancel(b, "c2") && !atomic_load(&repeat.done))
+        usleep(1000);
+    end_call(&repeat);
+    ck_assert_int_eq(repeat.rc, -1);
+    ck_assert_int_eq(repeat.rep.kind, ERR_CANCELLED);
+    ck_assert_ptr_nonnull(strstr(repeat.rep.data, "cancelled while waiting"));
+    ck_assert_ptr_nonnull(strstr(repeat.rep.data, "op-7"));
+    ck_assert_int_eq(queue_depth(), 1); /* only the first call's command */
+    bridge_result(b, "c1", true, "{\"deleted\":true}", 16, true);
+    end_call(&first);
+    ck_assert_str_eq(first.rep.data, "{\"deleted\":true}");
+    bridge_reply_cleanup(&first.rep);
+    bridge_reply_cleanup(&repeat.rep);
+    bridge_command_cleanup(&cmd);
+}
+END_TEST
+
+/* A cancel that comes before its call reached the bridge (the cancel hook ran first) is not
+ * lost: the call fails as cancelled and nothing is queued. */
+START_TEST(test_bridge_cancel_before_the_call_is_kept)
+{
+    struct bridge_command none;
+    struct bridge_reply rep;
+    cJSON *args = cJSON_Parse("{\"path\":\"Workspace\"}");
+
+    poll_as("A", BRIDGE_ROLE_EDIT, "1", &none);
+    ck_assert(!bridge_cancel(b, "c5"));
+    ck_assert_int_eq(bridge_call(b, "c5", "set_property", args, &rep), -1);
+    ck_assert_int_eq(rep.kind, ERR_CANCELLED);
+    ck_assert_ptr_nonnull(strstr(rep.data, "nothing was sent"));
+    ck_assert_int_eq(queue_depth(), 0);
+    ck_assert_int_eq(poll_as("A", BRIDGE_ROLE_EDIT, "1", &none), 0);
+    bridge_reply_cleanup(&rep);
+    cJSON_Delete(args);
 }
 END_TEST
 
@@ -850,6 +982,10 @@ static Suite *bridge_suite(void)
     tcase_add_test(queue, test_bridge_operation_id_answers_a_repeat_without_applying_it);
     tcase_add_test(queue, test_bridge_operation_id_failed_unanswered_may_be_repeated);
     tcase_add_test(queue, test_bridge_answer_says_how_many_calls_were_ahead);
+    tcase_add_test(queue, test_bridge_clients_take_turns);
+    tcase_add_test(queue, test_bridge_unnamed_callers_share_a_turn);
+    tcase_add_test(queue, test_bridge_cancel_ends_a_waiting_repeat);
+    tcase_add_test(queue, test_bridge_cancel_before_the_call_is_kept);
     tcase_add_test(queue, test_bridge_result_for_queued_command_is_not_accepted);
     tcase_add_test(queue, test_bridge_holder_that_stops_polling_fails_the_call);
     tcase_add_test(queue, test_bridge_polling_keeps_the_holder_alive);

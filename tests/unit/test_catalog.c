@@ -357,6 +357,43 @@ START_TEST(test_catalog_listing_leaves_out_default_hints)
 }
 END_TEST
 
+/* An image tool's answer becomes image content plus the other facts, as text and structured;
+ * capture_screenshot is one, read_file is not; an answer without data or mimeType is refused. */
+START_TEST(test_catalog_image_result)
+{
+    const struct catalog *cat = catalog_builtin();
+    cJSON *answer = cJSON_Parse("{\"width\":2,\"height\":1,\"mimeType\":\"image/png\","
+                                "\"data\":\"iVBORw0K\"}");
+    cJSON *bad = cJSON_Parse("{\"width\":2,\"data\":\"iVBORw0K\"}");
+    cJSON *res = catalog_image_result(answer);
+    const cJSON *content = cJSON_GetObjectItem(res, "content"), *img, *txt;
+    char *facts;
+
+    ck_assert(catalog_tool_answers_image(catalog_find(cat, "capture_screenshot")));
+    ck_assert(!catalog_tool_answers_image(catalog_find(cat, "read_file")));
+    ck_assert_ptr_nonnull(res);
+    ck_assert_int_eq(cJSON_GetArraySize(content), 2);
+    img = cJSON_GetArrayItem(content, 0);
+    txt = cJSON_GetArrayItem(content, 1);
+    ck_assert_str_eq(cJSON_GetObjectItem(img, "type")->valuestring, "image");
+    ck_assert_str_eq(cJSON_GetObjectItem(img, "data")->valuestring, "iVBORw0K");
+    ck_assert_str_eq(cJSON_GetObjectItem(img, "mimeType")->valuestring, "image/png");
+    ck_assert_str_eq(cJSON_GetObjectItem(txt, "type")->valuestring, "text");
+    ck_assert_str_eq(cJSON_GetObjectItem(txt, "text")->valuestring,
+                     "{\"width\":2,\"height\":1,\"mimeType\":\"image/png\"}");
+    facts = cJSON_PrintUnformatted(cJSON_GetObjectItem(res, "structuredContent"));
+    ck_assert_str_eq(facts, "{\"width\":2,\"height\":1,\"mimeType\":\"image/png\"}");
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(res, "isError")));
+    ck_assert_ptr_nonnull(cJSON_GetObjectItem(answer, "data")); /* answer is borrowed */
+    ck_assert_ptr_null(catalog_image_result(bad));
+    ck_assert_ptr_null(catalog_image_result(NULL));
+    cJSON_free(facts);
+    cJSON_Delete(res);
+    cJSON_Delete(bad);
+    cJSON_Delete(answer);
+}
+END_TEST
+
 /* ---- profiles ---- */
 
 /* Every tool is sent to the model with every request: each profile's tools/list must stay
@@ -596,6 +633,9 @@ static const struct {
     {DOC("g", TOOL("a", ",\"annotations\":{\"readOnly\":true}")), NULL,
      "catalog document 1 (\"g\"), tool \"a\": annotations.readOnly: unknown annotation (known: "
      "readOnlyHint, destructiveHint, idempotentHint, openWorldHint)"},
+    {DOC("g", TOOL("a", ",\"answer\":\"video\"")), NULL,
+     "catalog document 1 (\"g\"), tool \"a\": answer must be \"image\" (the tool answers a "
+     "picture) or absent"},
     {DOC("g", TOOL("a", ",\"annotations\":{\"readOnlyHint\":\"yes\"}")), NULL,
      "catalog document 1 (\"g\"), tool \"a\": annotations.readOnlyHint: must be true or false"},
     {DOC("g", TOOL("a", ",\"annotations\":[]")), NULL,
@@ -756,6 +796,7 @@ static Suite *catalog_suite(void)
     tcase_add_test(tc, test_catalog_tools_json_shape);
     tcase_add_test(tc, test_catalog_listed_schema_drops_only_ceilings);
     tcase_add_test(tc, test_catalog_listing_leaves_out_default_hints);
+    tcase_add_test(tc, test_catalog_image_result);
     tcase_add_test(tc, test_catalog_builtin_once_across_threads);
     tcase_add_test(tc, test_catalog_profiles_fit_their_budgets);
     tcase_add_test(tc, test_catalog_select_profiles_and_groups);

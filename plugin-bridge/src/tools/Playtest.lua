@@ -270,6 +270,30 @@ T.get_studio_mode = {
 	end,
 }
 
+-- Runs change() inside a ChangeHistoryService recording finished with Append, so the change
+-- joins the step before it instead of making one of its own or landing in the user's next
+-- step (audit F14: the engine wants a recording begun before any change). Unrecorded when
+-- Studio refuses a recording (one is open, or a test runs).
+local function appended(ctx, name, change)
+	local okH, chs = pcall(U.svc, ctx, "ChangeHistoryService")
+	local okB, rec = false, nil
+	if okH and chs then
+		okB, rec = pcall(function()
+			return chs:TryBeginRecording(name, name)
+		end)
+	end
+	local ok, err = pcall(change)
+	if okB and rec then
+		pcall(function()
+			chs:FinishRecording(rec, ok and Enum.FinishRecordingOperation.Append
+				or Enum.FinishRecordingOperation.Cancel)
+		end)
+	end
+	if not ok then
+		error(err, 0)
+	end
+end
+
 T.run_script_in_play_mode = {
 	readOnly = false,
 	recording = false,
@@ -295,15 +319,17 @@ T.run_script_in_play_mode = {
 			error("a test is already running; stop_play first", 0)
 		end
 		local sss = U.svc(ctx, "ServerScriptService")
-		local old = sss:FindFirstChild(RUNNER_NAME)
-		if old then
-			old:Destroy()
-		end
 		local nonce = U.svc(ctx, "HttpService"):GenerateGUID(false)
 		local runner = Instance.new("Script")
 		runner.Name = RUNNER_NAME
 		runner.Source = PlayRunner.source(code, timeout, nonce)
-		runner.Parent = sss
+		appended(ctx, "Runbox: play-mode runner", function()
+			local old = sss:FindFirstChild(RUNNER_NAME)
+			if old then
+				old:Destroy()
+			end
+			runner.Parent = sss
+		end)
 		local sts = U.svc(ctx, "StudioTestService")
 		session.running = true
 		session.kind = mode
@@ -326,7 +352,7 @@ T.run_script_in_play_mode = {
 		if session.nonce == nonce then
 			session.running = false
 		end
-		pcall(function()
+		pcall(appended, ctx, "Runbox: play-mode runner", function()
 			runner:Destroy()
 		end)
 		if not ok then

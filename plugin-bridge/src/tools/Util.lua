@@ -204,4 +204,37 @@ function U.root(ctx, args)
 	return U.resolve(ctx, p)
 end
 
+-- Base64 (capture_screenshot's pixels).
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local B64C = {}
+for i = 1, 64 do
+	B64C[i - 1] = string.sub(B64, i, i)
+end
+
+-- Base64 (RFC 4648, padded) of the byte string s, with arithmetic only (Lua 5.1 has no bit
+-- operators); yields every 48 KiB so the poll loop keeps running on a large picture.
+function U.base64(s, yield)
+	local out, n = {}, #s
+	for i = 1, n - 2, 3 do
+		local a, b, c = string.byte(s, i, i + 2)
+		local v = a * 65536 + b * 256 + c
+		out[#out + 1] = B64C[math.floor(v / 262144)] .. B64C[math.floor(v / 4096) % 64]
+			.. B64C[math.floor(v / 64) % 64] .. B64C[v % 64]
+		if yield and i % 49152 == 1 and i > 1 then
+			yield()
+		end
+	end
+	local rest = n % 3
+	if rest == 1 then
+		local v = string.byte(s, n) * 65536
+		out[#out + 1] = B64C[math.floor(v / 262144)] .. B64C[math.floor(v / 4096) % 64] .. "=="
+	elseif rest == 2 then
+		local a, b = string.byte(s, n - 1, n)
+		local v = a * 65536 + b * 256
+		out[#out + 1] = B64C[math.floor(v / 262144)] .. B64C[math.floor(v / 4096) % 64]
+			.. B64C[math.floor(v / 64) % 64] .. "="
+	end
+	return table.concat(out)
+end
+
 return U

@@ -463,6 +463,9 @@ local ENUMS = {
 	NormalId = { "Right", "Top", "Back", "Left", "Bottom", "Front" },
 	Axis = { "X", "Y", "Z" },
 	ContentSourceType = { "None", "Uri", "Object" },
+	StudioCaptureScreenshotFormat = { "RGBA8", "PNG" },
+	StudioCaptureBufferStatus = { "NotStarted", "Pending", "Ready", "Error" },
+	ResamplerMode = { "Default", "Pixelated" },
 }
 local enumItemMt = datatype("EnumItem", {
 	Name = function(i) return i._f[1] end,

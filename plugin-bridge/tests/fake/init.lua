@@ -139,7 +139,15 @@ function Fake.newPlace()
 	end
 	local settings = {}
 	local plugin = {
-		GetSetting = function(_, k) return settings[k] end,
+		-- getFails: how many of the next GetSetting calls raise (several Studio windows share
+		-- the settings file, and the engine may fail to read it: Plugin.yaml)
+		GetSetting = function(self, k)
+			if (self.getFails or 0) > 0 then
+				self.getFails = self.getFails - 1
+				error("GetSetting: the plugin settings could not be read (another Studio window is writing them)", 2)
+			end
+			return settings[k]
+		end,
 		SetSetting = function(_, k, v) settings[k] = v end,
 		_settings = settings,
 	}

@@ -24,6 +24,25 @@ function M.nilOf(typeName)
 	return t
 end
 
+-- The properties of a class as ReflectionService:GetPropertiesOfClass gives them:
+-- {Name = name, Type = {Name = type}}, the type of a nil-valued property from its nilOf default.
+function M.propertiesOf(className)
+	local out, seen = {}, {}
+	local c = M.classes and M.classes[className]
+	while c do
+		for k, v in pairs(c.props) do
+			if not seen[k] then
+				seen[k] = true
+				local t = nilTypes[v] or (v == NILREF and "Instance") or typeof(v)
+				table.insert(out, { Name = k, Type = { Name = t } })
+			end
+		end
+		c = c.super and M.classes[c.super]
+	end
+	table.sort(out, function(a, b) return a.Name < b.Name end)
+	return out
+end
+
 -- The engine stores many numbers as float32 (BasePart.Transparency is "float") and BasePart.Color
 -- as Color3uint8: what is read back is rounded. Converters for class specs (spec.store).
 local function f32(x)
@@ -148,6 +167,16 @@ InstanceMt.__index = function(inst, key)
 	memberError(inst, key)
 end
 
+-- While a ChangeHistoryService recording is open, M.recorder(undo) gets, before each change
+-- (Parent, a property, an attribute, a tag), a function that reverts it; Cancel runs them
+-- newest first, so a cancelled recording leaves the place as it was (as the engine does).
+M.recorder = nil
+local function note(undo)
+	if M.recorder then
+		M.recorder(undo)
+	end
+end
+
 local function setParent(inst, parent)
 	local st = state[inst]
 	if st.destroyed then
@@ -182,7 +211,12 @@ end
 InstanceMt.__newindex = function(inst, key, value)
 	local st = state[inst]
 	if key == "Parent" then
-		return setParent(inst, value)
+		local oldParent = st.parent
+		setParent(inst, value)
+		note(function()
+			setParent(inst, oldParent)
+		end)
+		return
 	elseif key == "ClassName" then
 		error("Unable to assign property ClassName. Property is read only", 2)
 	end
@@ -197,6 +231,13 @@ InstanceMt.__newindex = function(inst, key, value)
 	if cur == nil then
 		memberError(inst, key)
 	end
+	local hadRef = st.refs and st.refs[key]
+	note(function()
+		st.props[key] = cur
+		if st.refs then
+			st.refs[key] = hadRef
+		end
+	end)
 	local want = cur == NILREF and "Instance" or typeof(cur)
 	if st.refs and st.refs[key] then
 		want = "Instance"
@@ -447,13 +488,21 @@ function base.SetAttribute(self, name, value)
 	if value ~= nil and not ATTRIBUTE_TYPES[typeof(value)] then
 		error(typeof(value) .. " is not a supported attribute type", 2)
 	end
-	state[self].attrs[name] = value
+	local attrs = state[self].attrs
+	local old = attrs[name]
+	note(function()
+		attrs[name] = old
+	end)
+	attrs[name] = value
 end
 function base.AddTag(self, tag)
 	local st = state[self]
 	if not st.tags[tag] then
 		st.tags[tag] = true
 		table.insert(st.tagOrder, tag)
+		note(function()
+			base.RemoveTag(self, tag)
+		end)
 	end
 end
 function base.RemoveTag(self, tag)
@@ -466,6 +515,9 @@ function base.RemoveTag(self, tag)
 				break
 			end
 		end
+		note(function()
+			base.AddTag(self, tag)
+		end)
 	end
 end
 function base.HasTag(self, tag)

@@ -266,10 +266,35 @@ function X.fakePlugin(settings)
 		table.insert(self.toolbars, toolbar)
 		return toolbar
 	end
+	-- The widget's Enabled fires GetPropertyChangedSignal("Enabled") when it changes (the user
+	-- closing it with its X is widget.Enabled = false).
 	function plugin:CreateDockWidgetPluginGuiAsync(id, info)
 		local w = X.uiInstance("DockWidgetPluginGui")
+		local enabled, changed = info.InitialEnabled, X.signal()
 		w.Name = id
-		w.Enabled = info.InitialEnabled
+		function w:GetPropertyChangedSignal(prop)
+			assert(prop == "Enabled", "the fake widget signals Enabled only")
+			return changed
+		end
+		local mt = getmetatable(w)
+		local newindex = mt.__newindex
+		mt.__index = function(_, k)
+			if k == "Enabled" then
+				return enabled
+			end
+			return nil
+		end
+		mt.__newindex = function(t, k, v)
+			if k == "Enabled" then
+				local was = enabled
+				enabled = v
+				if was ~= v then
+					changed:Fire()
+				end
+				return
+			end
+			newindex(t, k, v)
+		end
 		self.widgets[id] = w
 		return w
 	end
@@ -291,7 +316,27 @@ X.Enum = {
 	TextXAlignment = enumItems("TextXAlignment", { "Left", "Right", "Center" }),
 	TextYAlignment = enumItems("TextYAlignment", { "Top", "Center", "Bottom" }),
 	SortOrder = enumItems("SortOrder", { "Name", "Custom", "LayoutOrder" }),
+	StudioStyleGuideColor = enumItems("StudioStyleGuideColor",
+		{ "MainBackground", "MainText", "InputFieldBackground", "Button", "ButtonText" }),
 }
+
+-- settings().Studio: a Theme whose GetColor gives {theme = name, item = item name}, and
+-- ThemeChanged; X.setTheme(studio, name) switches and fires it.
+function X.studioSettings()
+	local studio = { ThemeChanged = X.signal() }
+	studio.Theme = {
+		Name = "Dark",
+		GetColor = function(self, item)
+			return { theme = self.Name, item = item.Name }
+		end,
+	}
+	return studio
+end
+
+function X.setTheme(studio, name)
+	studio.Theme.Name = name
+	studio.ThemeChanged:Fire()
+end
 
 -- ChangeHistoryService that records what happened: log = {"begin Runbox: x", "Commit rec1", ...}.
 function X.history()
@@ -398,6 +443,9 @@ function X.env(opts)
 			end,
 		},
 		Enum = X.Enum,
+		studioSettings = opts.studio and function()
+			return opts.studio
+		end or nil,
 		DockWidgetPluginGuiInfo = {
 			new = function(state, enabled, override, fx, fy, mw, mh)
 				return { InitialDockState = state, InitialEnabled = enabled, FloatingXSize = fx, FloatingYSize = fy }

@@ -237,6 +237,10 @@ service("ChangeHistoryService", {
 			st.counter = st.counter + 1
 			st.active = "rec" .. st.counter
 			st.activeName = name
+			st.changes = {}
+			I.recorder = function(undo)
+				table.insert(st.changes, undo)
+			end
 			table.insert(st.log, { op = "begin", name = name, id = st.active })
 			return st.active
 		end,
@@ -248,6 +252,13 @@ service("ChangeHistoryService", {
 				error("FinishRecording: no recording with identifier " .. tostring(id), 2)
 			end
 			table.insert(st.log, { op = "finish", id = st.active, operation = operation })
+			I.recorder = nil
+			if cancel then -- the engine reverts what the recording changed
+				for i = #st.changes, 1, -1 do
+					st.changes[i]()
+				end
+			end
+			st.changes = nil
 			if operation == D.Enum.FinishRecordingOperation.Commit then
 				table.insert(st.undo, st.activeName)
 				st.redo = {}
@@ -291,6 +302,114 @@ service("ChangeHistoryService", {
 			end
 			table.insert(st.undo, table.remove(st.redo))
 			table.insert(st.log, { op = "redo" })
+		end,
+	},
+})
+
+---------------------------------------------------------------- ReflectionService
+-- GetPropertiesOfClass lists a class's properties with their types (I.propertiesOf), once a
+-- test turns it on (state[svc].enabled); off, it raises as in a Studio without it, and the
+-- plugin falls back to its fixed property lists.
+service("ReflectionService", {
+	methods = {
+		GetPropertiesOfClass = function(self, className)
+			if not state[self].enabled then
+				error("GetPropertiesOfClass is not a valid member of ReflectionService", 2)
+			end
+			return I.propertiesOf(className)
+		end,
+	},
+})
+
+---------------------------------------------------------------- StudioCaptureService
+-- The viewport is state[svc].width x height of RGBA8 pixels (a gradient), or the PNG bytes in
+-- state[svc].png; the user grants permission when asked unless state[svc].deny; the capture
+-- is Pending until the scheduler runs, then Ready (or Error with state[svc].fail). ScaleAsync
+-- resamples RGBA8 by nearest neighbour (a PNG it refuses, unless state[svc].scalePng).
+local function gradient(w, h)
+	local px = {}
+	for y = 0, h - 1 do
+		for x = 0, w - 1 do
+			px[#px + 1] = string.char(x % 256, y % 256, (x + y) % 256, 255)
+		end
+	end
+	return table.concat(px)
+end
+def("StudioScreenshotCapture", {
+	creatable = false,
+	props = { Resolution = D.Vector2.new(0, 0), OriginalSize = D.Vector2.new(0, 0) },
+	computed = {
+		BufferStatus = { get = function(cap) return state[cap].status end },
+		BufferFormat = { get = function(cap) return state[cap].format end },
+	},
+	methods = {
+		GetBuffer = function(cap)
+			return state[cap].bytes
+		end,
+		GetErrors = function(cap)
+			return state[cap].errors or {}
+		end,
+		ScaleAsync = function(cap, _mode, size)
+			local cs = state[cap]
+			task.wait()
+			if cs.format == D.Enum.StudioCaptureScreenshotFormat.PNG and not cs.scalePng then
+				error("ScaleAsync: only RGBA8 captures can be scaled", 2)
+			end
+			local w, h = math.floor(size.X), math.floor(size.Y)
+			local px = {}
+			for y = 0, h - 1 do
+				for x = 0, w - 1 do
+					local sx, sy = math.floor(x * cs.w / w), math.floor(y * cs.h / h)
+					local i = (sy * cs.w + sx) * 4
+					px[#px + 1] = string.sub(cs.bytes, i + 1, i + 4)
+				end
+			end
+			cs.bytes = table.concat(px)
+			cs.w, cs.h = w, h
+			cs.props.Resolution = D.Vector2.new(w, h)
+		end,
+	},
+})
+service("StudioCaptureService", {
+	init = function(_, st)
+		st.width, st.height = 8, 4
+		st.granted = false
+		st.asked = 0
+	end,
+	methods = {
+		CanCaptureScreenshot = function(self)
+			local st = state[self]
+			return st.granted and not st.inactive
+		end,
+		RequestScreenshotPermissionAsync = function(self)
+			local st = state[self]
+			st.asked = st.asked + 1
+			task.wait()
+			st.granted = not st.deny
+			return st.granted
+		end,
+		CaptureScreenshot = function(self, options)
+			local st = state[self]
+			if not st.granted then
+				error("StudioCaptureService:CaptureScreenshot - no permission", 2)
+			end
+			local fmt = options and options.Format or D.Enum.StudioCaptureScreenshotFormat.RGBA8
+			local cap = I.create("StudioScreenshotCapture")
+			local cs = state[cap]
+			local png = st.png and fmt == D.Enum.StudioCaptureScreenshotFormat.PNG
+			cs.status = D.Enum.StudioCaptureBufferStatus.Pending
+			cs.format = png and fmt or D.Enum.StudioCaptureScreenshotFormat.RGBA8
+			cs.w, cs.h = st.width, st.height
+			cs.bytes = png and st.png or gradient(st.width, st.height)
+			cs.scalePng = st.scalePng
+			cs.props.Resolution = D.Vector2.new(st.width, st.height)
+			cs.props.OriginalSize = cs.props.Resolution
+			task.delay(0, function()
+				cs.status = st.fail and D.Enum.StudioCaptureBufferStatus.Error
+					or D.Enum.StudioCaptureBufferStatus.Ready
+				cs.errors = st.fail and { st.fail } or {}
+			end)
+			return cap
 		end,
 	},
 })
