@@ -279,6 +279,10 @@ long checkpoint_unified_diff(const char *a, size_t alen, const char *b, size_t b
         }
         putf(&o, "@@ -%ld,%ld +%ld,%ld @@\n", ca ? hs_a + 1 : hs_a, ca, cb ? hs_b + 1 : hs_b, cb);
         for (long k = start; k < end; k++) {
+            /* ops was made from la and lb, so the indices stay inside them; said here so that
+             * no later change can read past a line table. */
+            if ((ops[k] != '+' && (size_t)ai >= la.n) || (ops[k] != '-' && (size_t)bi >= lb.n))
+                break;
             if (ops[k] == '=') {
                 put_line(&o, ' ', la.p[ai], la.len[ai]);
                 ai++, bi++;
