@@ -171,7 +171,7 @@ static int send_errinfo(struct mg_connection *conn, const struct errinfo *err)
 /* The bridge's status ({"connected":false,...} when it is not running). */
 static int put_studio_status(struct api *a, struct jsonbuf *b)
 {
-    cJSON *st = a->tools && a->tools->bridge ? bridge_status_json(a->tools->bridge) : NULL;
+    cJSON *st = a->tools && a->tools->bridge ? bridge_health_json(a->tools->bridge) : NULL;
     char *text = st ? cJSON_PrintUnformatted(st) : NULL;
     int rc;
 

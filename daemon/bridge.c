@@ -1079,7 +1079,7 @@ static int add_recent(cJSON *o, const struct recent *r, int64_t now)
     return arr ? 0 : -1;
 }
 
-cJSON *bridge_status_json(struct bridge *b)
+static cJSON *status_json(struct bridge *b, bool with_recent)
 {
     struct instance snap[BRIDGE_INSTANCES_MAX];
     char active[BRIDGE_ID_MAX];
@@ -1122,10 +1122,20 @@ cJSON *bridge_status_json(struct bridge *b)
         }
     }
     if (!cJSON_AddNumberToObject(o, "queue_depth", (double)depth) ||
-        add_recent(o, &recent, now) < 0)
+        (with_recent && add_recent(o, &recent, now) < 0))
         goto fail;
     return o;
 fail:
     cJSON_Delete(o);
     return NULL;
+}
+
+cJSON *bridge_status_json(struct bridge *b)
+{
+    return status_json(b, false);
+}
+
+cJSON *bridge_health_json(struct bridge *b)
+{
+    return status_json(b, true);
 }

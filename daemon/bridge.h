@@ -176,11 +176,15 @@ int bridge_disconnect(struct bridge *b, const char *instance);
 int bridge_set_active(struct bridge *b, const char *instance, struct errinfo *err);
 
 /* {"connected":bool,"active":id|null,"instances":[{"id","role","place","name",
- * "last_poll_ms_ago","active"}],"queue_depth":N,"recent":[{"tool","instance","state",
- * "duration_ms","ms_ago"}]} (connected instances, oldest first; the last 10 finished commands,
- * newest first, state "ok", "failed", "timed out", "cancelled" or "not delivered"). Owned
- * (cJSON_Delete), or NULL when out of memory. */
+ * "last_poll_ms_ago","active"}],"queue_depth":N} (connected instances, oldest first), what the
+ * Studio state tools answer (their outputSchema). Owned (cJSON_Delete), or NULL when out of
+ * memory. */
 cJSON *bridge_status_json(struct bridge *b);
+
+/* The same with "recent":[{"tool","instance","state","duration_ms","ms_ago"}]: the last 10
+ * finished commands, newest first, state "ok", "failed", "timed out", "cancelled" or "not
+ * delivered". For /health's "studio" (runbox status, the status page). */
+cJSON *bridge_health_json(struct bridge *b);
 
 /* ---- pure helpers (no state), shared with api_bridge.c and the unit test ---- */
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jsonbuf.h"
+#include "catalog.h"
 #include "schema.h"
 
 #define KEY_MAX 128
@@ -123,23 +124,17 @@ fail:
 char *cli_args_check(const cJSON *schema, const cJSON *args)
 {
     struct schema_report rep;
-    struct jsonbuf text = JSONBUF_INIT((size_t)64 << 10);
-    char line[64];
+    cJSON *listed = catalog_listed_schema(schema);
+    int rc;
 
-    if (schema_validate(schema, args, "arguments", &rep) == 0)
-        return NULL;
-    for (size_t i = 0; i < rep.count && i < SCHEMA_MAX_ERRORS; i++) {
-        if (i)
-            jsonbuf_put(&text, "\n", 1, NULL);
-        jsonbuf_puts(&text, rep.msgs[i], NULL);
-    }
-    if (rep.count > SCHEMA_MAX_ERRORS) {
-        size_t more = rep.count - SCHEMA_MAX_ERRORS;
-
-        snprintf(line, sizeof(line), "\n(%zu more problem%s)", more, more == 1 ? "" : "s");
-        jsonbuf_puts(&text, line, NULL);
-    }
-    return jsonbuf_take(&text, NULL);
+    /* As the MCP server checks a call: the engine with the schema tools/list shows, then
+     * runbox with the whole one (length ceilings, unknown arguments), so that the first
+     * check's messages are the only ones when it fails. */
+    rc = schema_validate(listed ? listed : schema, args, "arguments", &rep);
+    cJSON_Delete(listed);
+    if (rc == 0)
+        rc = schema_validate(schema, args, "arguments", &rep);
+    return rc == 0 ? NULL : schema_report_text(&rep);
 }
 
 /* ---- printing JSON for people ---- */

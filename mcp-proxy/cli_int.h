@@ -72,9 +72,10 @@ int cli_tool(const struct cli *c, const char *tool, const char *args, struct ups
  * Returns an owned object (cJSON_Delete) or NULL with err (ERR_INVALID) saying what to write. */
 cJSON *cli_args_parse(const cJSON *schema, int argc, char **argv, struct errinfo *err);
 
-/* The validator's messages for args against schema, joined as the MCP server joins them for
- * an isError result (one per line, "(N more problems)" past SCHEMA_MAX_ERRORS). NULL when
- * args are valid; owned (free) otherwise. */
+/* The validator's messages for args against a catalog tool's schema, as the MCP server gives
+ * them for an isError result: first against the schema tools/list shows (what the engine
+ * checks), then, when that passes, against the whole one; one message per line, "(N more
+ * problems)" past SCHEMA_MAX_ERRORS. NULL when args are valid; owned (free) otherwise. */
 char *cli_args_check(const cJSON *schema, const cJSON *args);
 
 /* JSON for people: two-space indentation, arrays of scalars on one line. Owned (free). */

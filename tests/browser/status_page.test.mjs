@@ -7,7 +7,7 @@
 // Fails (never skips) when Chromium or playwright-core is missing (tests/lib/browser.mjs).
 // Every wait is for a condition; none asserts how long something took (tests/bench does).
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -159,39 +159,39 @@ describe('the status page', () => {
   });
 });
 
-// runboxd with external MCP servers (docs/registry.md) adds "mcp_servers" to /health and answers
-// GET /mcp-servers. The browser adds exactly that to the real daemon's answers (page.route), so
-// the page is tested on the shapes that daemon gives.
+// runboxd with external MCP servers of its config file (docs/registry.md): a real one over
+// stdio (tests/lib/mcpservers.mjs) and one that cannot be reached.
 describe('the status page with external MCP servers', () => {
   let d;
   let page;
+  let tmp;
 
   before(async () => {
-    d = await startDaemon({ args: ['--workspace', ':memory:'] });
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'page-registry-'));
+    chmodSync(tmp, 0o755); // runboxd started as root serves as nobody: it reads the config here
+    const script = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../lib/mcpservers.mjs');
+    writeFileSync(path.join(tmp, 'config.json'), JSON.stringify({ mcpServers: {
+      st: { command: process.execPath, args: [script, 'stdio', 'st'] },
+      down: { url: 'http://127.0.0.1:9/mcp' },
+    } }));
+    d = await startDaemon({ args: ['--workspace', ':memory:', '--config', path.join(tmp, 'config.json')] });
     page = await browser.newPage();
-    await page.route('**/health', async (route) => {
-      const r = await route.fetch();
-      const h = await r.json();
-      h.mcp_servers = { configured: 2, ready: 1, servers: { fs: 'ready', docs: 'failed' } };
-      await route.fulfill({ response: r, json: h });
-    });
-    await page.route('**/mcp-servers', (route) => route.fulfill({ json: { servers: [
-      { name: 'fs', state: 'ready', transport: 'stdio', tools: 14, last_error: null },
-      { name: 'docs', state: 'failed', transport: 'http', tools: 0,
-        last_error: 'http://127.0.0.1:9/mcp: connection refused' },
-    ] } }));
     await page.goto(`${d.url}/`);
   });
   after(async () => {
     await page?.close();
     await d?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
   test('each server with its state, transport, tools and last error', async () => {
-    await page.waitForSelector('#external li[data-state="failed"]');
+    // The page reads /health and /mcp-servers every few seconds: wait until st is ready there.
+    await page.waitForSelector('#external li[data-state="ready"]', { timeout: 60000 });
+    const st = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'st');
     const items = await page.$$eval('#external li', (lis) => lis.map((li) => li.textContent));
-    assert.deepEqual(items, ['fs ready · stdio · 14 tool(s)',
-                             'docs failed · http · 0 tool(s)http://127.0.0.1:9/mcp: connection refused']);
+    assert.ok(items.includes(`st ready · stdio · ${st.tools} tool(s)`), items.join(' | '));
+    const down = items.find((t) => t.startsWith('down '));
+    assert.match(down, /^down (failed|connecting) · http · 0 tool\(s\)down: .*127\.0\.0\.1:9\/mcp/);
   });
 });
 

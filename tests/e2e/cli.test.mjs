@@ -7,8 +7,8 @@
 // a link to runboxd, as an install has them.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync,
-         writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
+         symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -417,109 +417,82 @@ describe('runbox with no subcommand', () => {
   });
 });
 
-// runboxd with external MCP servers (docs/registry.md) adds "mcp_servers" to /health, answers
-// GET /mcp-servers, lists their tools after its own in GET /tools and runs them on POST
-// /tool/<server>__<tool>. A proxy in front of a real runboxd adds exactly that, for one server
-// "fs" with one tool, and forwards every other request.
+// runboxd with external MCP servers of its config file (docs/registry.md): a real one over
+// stdio (tests/lib/mcpservers.mjs, the SDK's McpServer) and one that cannot be reached.
 describe('a daemon with external MCP servers', () => {
   let d;
-  let srv;
   let env;
-  const calls = [];
-  const extTool = {
-    name: 'fs__echo', title: 'Echo', description: 'Say it back. Second sentence.',
-    inputSchema: { type: 'object', properties: { text: { type: 'string', pattern: '^h' },
-                                                 times: { type: 'integer' } } },
-    _meta: { 'runbox/server': 'fs', 'runbox/tool': 'echo' },
-  };
-  const detail = { servers: [
-    { name: 'fs', state: 'ready', transport: 'stdio', command: 'npx', tools: 1, last_error: null },
-    { name: 'docs', state: 'failed', transport: 'http', url: 'http://127.0.0.1:9/mcp', tools: 0,
-      last_error: 'http://127.0.0.1:9/mcp: connection refused' },
-  ] };
-
-  function send(res, status, body) {
-    res.writeHead(status, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(body));
-  }
+  let tmp;
 
   before(async () => {
-    d = await startDaemon({ args: ['--workspace', ':memory:'] });
-    srv = http.createServer(async (req, res) => {
-      const chunks = [];
-      for await (const c of req) chunks.push(c);
-      const body = Buffer.concat(chunks);
-      if (req.url === '/mcp-servers') return send(res, 200, detail);
-      if (req.url === '/tool/fs__echo') {
-        const args = JSON.parse(body.toString() || '{}');
-        calls.push(args);
-        return send(res, 200, { ok: true, result: `${args.text} `.repeat(args.times ?? 1).trim() });
-      }
-      const { host: _host, connection: _conn, ...headers } = req.headers;
-      const up = await request(d.port, req.url, { method: req.method, headers, body });
-      let out = up.body;
-      if (req.url === '/health') {
-        out = { ...up.body, mcp_servers: { configured: 2, ready: 1,
-                                           servers: { fs: 'ready', docs: 'failed' } } };
-      } else if (req.url === '/tools') {
-        out = { tools: [...up.body.tools, extTool] };
-      }
-      if (out === null) {
-        res.writeHead(up.status, { 'Content-Type': up.headers['content-type'] });
-        return res.end(up.text);
-      }
-      return send(res, up.status, out);
-    });
-    await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-    env = { DAEMON_URL: `http://127.0.0.1:${srv.address().port}` };
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'cli-registry-'));
+    chmodSync(tmp, 0o755); // runboxd started as root serves as nobody: it reads the config here
+    const script = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../lib/mcpservers.mjs');
+    const config = { mcpServers: {
+      st: { command: process.execPath, args: [script, 'stdio', 'st'] },
+      down: { url: `http://127.0.0.1:${await freePort()}/mcp` },
+    } };
+    writeFileSync(path.join(tmp, 'config.json'), JSON.stringify(config));
+    d = await startDaemon({ args: ['--workspace', ':memory:', '--config', path.join(tmp, 'config.json')] });
+    env = { DAEMON_URL: d.url };
+    await until('st ready and down failed', async () => {
+      const s = (await d.get('/mcp-servers')).body.servers;
+      return s.find((x) => x.name === 'st')?.state === 'ready' &&
+             s.find((x) => x.name === 'down')?.state === 'failed';
+    }, 60000);
   });
   after(async () => {
-    srv?.close();
     await d?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
   test('status lists them with their state, transport, tools and last error', async () => {
+    const st = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'st');
     const r = await cli(['status'], env);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^external +2 MCP server\(s\), 1 ready$/m);
-    assert.match(r.stdout, /^ +fs +ready +stdio +1 tool\(s\)$/m);
-    assert.match(r.stdout, /^ +docs +failed +http +0 tool\(s\)\n +last error: http:\/\/127\.0\.0\.1:9\/mcp: connection refused$/m);
+    assert.match(r.stdout, new RegExp(`^ +st +ready +stdio +${st.tools} tool\\(s\\)$`, 'm'));
+    // "down" is tried again and again (back-off): between tries it is failed, during one
+    // connecting; either way with the last error.
+    assert.match(r.stdout, /^ +down +(failed|connecting) +http +0 tool\(s\)\n +last error: down: .*127\.0\.0\.1:\d+\/mcp/m);
     const j = JSON.parse((await cli(['status', '--json'], env)).stdout);
-    assert.deepEqual(j.mcp_servers.map((s) => [s.name, s.state]), [['fs', 'ready'], ['docs', 'failed']]);
+    assert.deepEqual(j.mcp_servers.map((s) => s.name).sort(), ['down', 'st']);
+    assert.equal(j.mcp_servers.find((s) => s.name === 'st').state, 'ready');
   });
 
   test('tools lists their tools as group external, after the built-in ones', async () => {
+    const listed = (await d.get('/tools')).body.tools.filter((t) => t.name.startsWith('st__'));
     const r = await cli(['tools'], env);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /\n\nexternal \(runboxd's MCP servers\)\n  fs__echo +Say it back\.\n$/);
+    assert.match(r.stdout, /\n\nexternal \(runboxd's MCP servers\)\n(  st__\S+ +.+\n)+$/);
     assert.equal(r.stdout.match(/^ +list_dir /gm).length, 1, 'a built-in tool is listed once');
     const only = await cli(['tools', 'external'], env);
-    assert.equal(only.stdout, "external (runboxd's MCP servers)\n  fs__echo                   Say it back.\n");
+    assert.match(only.stdout, /^  st__echo +Echoes$/m);
     const j = JSON.parse((await cli(['tools', '--json', 'external'], env)).stdout);
-    assert.deepEqual(j, { groups: [{ group: 'external', tools: [
-      { name: 'fs__echo', title: 'Echo', description: 'Say it back. Second sentence.' }] }] });
-    const ws = await cli(['tools', 'workspace'], env);
-    assert.doesNotMatch(ws.stdout, /fs__echo/);
+    assert.deepEqual(j.groups.map((g) => g.group), ['external']);
+    assert.deepEqual(j.groups[0].tools.map((t) => t.name), listed.map((t) => t.name));
+    assert.doesNotMatch((await cli(['tools', 'workspace'], env)).stdout, /st__/);
   });
 
-  test('call runs one, its key=value arguments typed by its schema; runboxd checks them', async () => {
-    calls.length = 0;
-    const r = await cli(['call', 'fs__echo', 'text=hi', 'times=2'], env);
+  test('call runs one, typed by its schema; isError exits 1 with its text', async () => {
+    const r = await cli(['call', 'st__echo', 'message=hi'], env);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, 'hi hi\n');
-    // "pattern" is not a keyword runbox's validator knows: the arguments go to runboxd as
-    // they are, and it (with the server's own schema) decides.
-    const p = await cli(['call', 'fs__echo', 'text=bye'], env);
-    assert.equal(p.code, 0, p.stderr);
-    assert.deepEqual(calls, [{ text: 'hi', times: 2 }, { text: 'bye' }]);
+    assert.equal(r.stdout, 'st: hi\n');
+    const f = await cli(['call', 'st__fail', 'why=on purpose'], env);
+    assert.equal(f.code, 1);
+    assert.equal(f.stderr, 'runbox call: st__fail: st: failed: on purpose\n');
+    // The server's schema decides: runboxd checks the arguments and says what is wrong.
+    const bad = await cli(['call', 'st__echo', 'message:=5'], env);
+    assert.equal(bad.code, 1, bad.stdout + bad.stderr);
+    assert.match(bad.stderr, /^runbox call: st__echo: .*message/);
   });
 
   test('an unknown tool is still named as such, and without a daemon only the built-in are known', async () => {
-    const r = await cli(['call', 'fs__nope'], env);
+    const r = await cli(['call', 'st__nope'], env);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /^runbox call: unknown tool: fs__nope; `runbox tools` lists the tools\n$/);
-    const down = await cli(['call', 'fs__echo'], { DAEMON_URL: `http://127.0.0.1:${await freePort()}` });
+    assert.equal(r.stderr, 'runbox call: unknown tool: st__nope; `runbox tools` lists the tools\n');
+    const down = await cli(['call', 'st__echo'], { DAEMON_URL: `http://127.0.0.1:${await freePort()}` });
     assert.equal(down.code, 2);
-    assert.match(down.stderr, /unknown tool: fs__echo; .*runboxd did not answer, so only the built-in ones are known/);
+    assert.match(down.stderr, /unknown tool: st__echo; .*runboxd did not answer, so only the built-in ones are known/);
   });
 });

@@ -181,20 +181,31 @@ START_TEST(test_cli_args_mistakes_are_named)
 }
 END_TEST
 
-/* A value that is not of its type stays text, so the validator names the rule. */
+/* A value that is not of its type stays text, so the validator names the rule. As the MCP
+ * server does, the schema tools/list shows is checked first: an unknown argument (a rule of the
+ * whole schema only) is named only when the rest passes. */
 START_TEST(test_cli_args_check_names_the_rule)
 {
-    char *argv[] = {"path=/a", "length=abc", "colour=red"};
+    char *argv[] = {"path=/a", "length=abc", "offset=x", "colour=red"};
+    char *argv2[] = {"path=/a", "colour=red"};
     struct errinfo err = {0};
-    cJSON *a = cli_args_parse(schema_of("read_file"), 3, argv, &err);
+    cJSON *a = cli_args_parse(schema_of("read_file"), 4, argv, &err);
+    cJSON *b = cli_args_parse(schema_of("read_file"), 2, argv2, &err);
     char *why = cli_args_check(schema_of("read_file"), a);
+    char *why2 = cli_args_check(schema_of("read_file"), b);
 
     ck_assert_ptr_nonnull(why);
     ck_assert_ptr_nonnull(strstr(why, "arguments.length: expected integer, got string"));
-    ck_assert_ptr_nonnull(strstr(why, "arguments.colour: unexpected property"));
+    ck_assert_ptr_nonnull(strstr(why, "arguments.offset: expected integer, got string"));
     ck_assert_ptr_nonnull(strchr(why, '\n'));
+    ck_assert_ptr_null(strstr(why, "colour"));
+    ck_assert_ptr_nonnull(why2);
+    ck_assert_str_eq(why2, "arguments.colour: unexpected property (allowed: path, offset, length, "
+                           "encoding)");
     free(why);
+    free(why2);
     cJSON_Delete(a);
+    cJSON_Delete(b);
 }
 END_TEST
 
