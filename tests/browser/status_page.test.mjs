@@ -15,18 +15,10 @@ import { after, before, describe, test } from 'node:test';
 
 import { launchChromium } from '../lib/browser.mjs';
 import { startDaemon } from '../lib/daemon.mjs';
+import { until } from '../lib/wait.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what, fn, timeoutMs = 30000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 async function procState(d, pid) {
   const r = await d.call('process_list', {});

@@ -17,11 +17,10 @@ import { after, before, describe, test } from 'node:test';
 
 import { request, runboxdPath, startDaemon } from '../lib/daemon.mjs';
 import { resultText, runboxPath, runRunbox, startProxy } from '../lib/proxy.mjs';
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { until } from '../lib/wait.mjs';
 
 function cli(args, env = {}, opts = {}) {
-  return runRunbox(args, { env: { RUNBOX_LOG: 'warn', ...env }, timeoutMs: 60000, ...opts });
+  return runRunbox(args, { env: { RUNBOX_LOG: 'warn', ...env }, ...opts });
 }
 
 async function freePort() {
@@ -32,15 +31,6 @@ async function freePort() {
   return port;
 }
 
-async function until(what, fn, timeoutMs = 30000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('against a running daemon', () => {
   let d;
@@ -402,7 +392,7 @@ describe('runbox with no subcommand', () => {
   test('at a terminal it says what it is, and still serves MCP', async () => {
     // script(1) gives runbox a terminal on stdin; Ctrl+D ends it.
     const r = spawnSync('script', ['-qec', `${runboxPath()} --no-autostart`, '/dev/null'],
-                        { input: '\x04', encoding: 'utf8', timeout: 20000,
+                        { input: '\x04', encoding: 'utf8',
                           env: { ...process.env, DAEMON_URL: 'http://127.0.0.1:9' } });
     assert.equal(r.error, undefined, 'script(1) from util-linux runs');
     assert.match(r.stdout, /this is the Runbox MCP server/);

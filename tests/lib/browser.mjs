@@ -33,10 +33,19 @@ export async function launchChromium() {
     throw new Error(`playwright-core is missing: run npm ci in tests/ (${e.message})`);
   }
   const executablePath = chromiumPath();
-  return playwright.chromium.launch({
+  const browser = await playwright.chromium.launch({
     executablePath,
     headless: true,
     // Root (CI) cannot use Chromium's own sandbox; /dev/shm may be small in containers.
     args: ['--no-sandbox', '--disable-dev-shm-usage'],
   });
+  // Playwright gives up on a wait or a navigation after 30 s, which a loaded machine reaches
+  // with a correct page: every page waits as long as it takes (ctest's timeout bounds a hang).
+  const newPage = browser.newPage.bind(browser);
+  browser.newPage = async (...args) => {
+    const page = await newPage(...args);
+    page.setDefaultTimeout(0);
+    return page;
+  };
+  return browser;
 }

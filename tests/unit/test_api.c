@@ -238,7 +238,6 @@ static Suite *api_suite(void)
 
     tc = tcase_create("server");
     tcase_add_checked_fixture(tc, server_setup, server_teardown);
-    tcase_set_timeout(tc, 20);
     tcase_add_test(tc, test_api_serves_a_tool_call);
     suite_add_tcase(s, tc);
     return s;

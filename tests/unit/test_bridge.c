@@ -975,7 +975,6 @@ static Suite *bridge_suite(void)
     suite_add_tcase(s, pure);
 
     tcase_add_checked_fixture(queue, setup, teardown);
-    tcase_set_timeout(queue, 30);
     tcase_add_test(queue, test_bridge_call_without_studio_fails_at_once);
     tcase_add_test(queue, test_bridge_round_trip_and_at_most_once);
     tcase_add_test(queue, test_bridge_plugin_error_is_passed_uncut);
@@ -999,7 +998,6 @@ static Suite *bridge_suite(void)
     suite_add_tcase(s, queue);
 
     tcase_add_checked_fixture(route, setup, teardown);
-    tcase_set_timeout(route, 30);
     tcase_add_test(route, test_bridge_first_edit_is_active_and_can_be_switched);
     tcase_add_test(route, test_bridge_active_moves_on_when_it_goes);
     tcase_add_test(route, test_bridge_play_tools_go_to_the_play_server);

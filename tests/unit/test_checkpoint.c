@@ -211,11 +211,9 @@ static Suite *checkpoint_suite(void)
     tcase_add_loop_test(tc, test_checkpoint_unified_diff, 0,
                         (int)(sizeof(diffs) / sizeof(diffs[0])));
     tcase_add_test(tc, test_checkpoint_unified_diff_caps);
-    tcase_set_timeout(tc, 60); /* 2000 edits of O(ND) under TSan on a busy machine */
     suite_add_tcase(s, tc);
     tc = tcase_create("store");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_checkpoint_save_change_restore);
     tcase_add_test(tc, test_checkpoint_retention_and_reopen);
     suite_add_tcase(s, tc);

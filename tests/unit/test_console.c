@@ -435,7 +435,6 @@ static Suite *console_suite(void)
     tcase_add_test(qc, test_console_reports_dropped);
     tcase_add_test(qc, test_console_recent_errors_text);
     suite_add_tcase(s, qc);
-    tcase_set_timeout(th, 60);
     tcase_add_test(th, test_console_appends_from_many_threads);
     suite_add_tcase(s, th);
     tcase_add_checked_fixture(tool, setup, teardown);

@@ -198,7 +198,6 @@ static Suite *events_suite(void)
     TCase *tc = tcase_create("feed");
 
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_events_arrive_in_order_with_their_json);
     tcase_add_test(tc, test_events_a_listener_gets_only_its_kinds);
     tcase_add_test(tc, test_events_console_entries_flow_from_the_console);

@@ -324,18 +324,15 @@ static Suite *mcp_http_suite(void)
     TCase *tc = tcase_create("sessions");
 
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_mcp_http_delete_ends_the_get_stream);
     suite_add_tcase(suite, tc);
     tc = tcase_create("headers");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_mcp_http_header_values_are_trimmed);
     tcase_add_test(tc, test_mcp_http_answers_say_how_long_idle_connections_live);
     suite_add_tcase(suite, tc);
     tc = tcase_create("strict");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_mcp_http_refuses_ambiguous_framing, 0,
                         (int)(sizeof(framing) / sizeof(framing[0])));
     tcase_add_test(tc, test_mcp_http_cuts_a_stalled_head);

@@ -257,7 +257,6 @@ static Suite *proxy_suite(void)
     suite_add_tcase(s, tc);
 
     tcase_add_checked_fixture(big, setup, teardown);
-    tcase_set_timeout(big, 30);
     tcase_add_test(big, test_proxy_line_at_the_limit_is_delivered);
     tcase_add_test(big, test_proxy_oversized_line_in_one_chunk_is_reported);
     tcase_add_test(big, test_proxy_oversized_line_across_chunks_is_skipped);

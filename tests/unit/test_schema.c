@@ -514,7 +514,6 @@ static Suite *schema_suite(void)
     tc = tcase_create("valid");
     tcase_add_loop_test(tc, test_schema_valid_table, 0, (int)(sizeof(valid) / sizeof(valid[0])));
     tcase_add_test(tc, test_schema_validate_is_fast);
-    tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("check");

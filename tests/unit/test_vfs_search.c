@@ -398,7 +398,6 @@ static Suite *vfs_search_suite(void)
 
     tc = tcase_create("output");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_vfs_search_long_line_cut);
     tcase_add_test(tc, test_vfs_search_invalid_utf8_sanitized);
     tcase_add_test(tc, test_vfs_search_path_order);
