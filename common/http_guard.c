@@ -35,6 +35,12 @@
 
 #define HTTP_GUARD_KICK_MS 50 /* the worker is signalled again this often until it reacts */
 
+/* Busy: this many workers or fewer are left without a connection (at least 1). */
+static int busy_reserve(int workers)
+{
+    return workers / 16 > 1 ? workers / 16 : 1;
+}
+
 enum phase { PH_NONE, PH_HEAD, PH_BODY, PH_DRAIN };
 
 struct slot {
@@ -45,7 +51,9 @@ struct slot {
     int64_t since;       /* g->mu: when the phase began */
     int64_t kicked;      /* g->mu: when the worker was last signalled */
     atomic_bool expired; /* set by the watchdog (under g->mu), read by the owner */
+    atomic_bool shed;    /* expired because the server was busy (HTTP_GUARD_BUSY_HEAD_MS) */
     bool open;           /* g->mu: a connection is being served */
+    bool first;          /* g->mu: its first request's head is awaited (none answered yet) */
     unsigned requests;   /* requests served on this connection (owner) */
     long long body_left; /* owner: bytes of a Content-Length body not read yet; -1 chunked */
 };
@@ -59,7 +67,8 @@ struct http_guard {
     bool started, stop;
     int64_t next_wake; /* g->mu: when the watchdog means to look again (INT64_MAX: never) */
     atomic_int claimed;
-    unsigned long heads_cut, bodies_cut; /* g->mu */
+    int open_n;                                      /* g->mu: slots open */
+    unsigned long heads_cut, bodies_cut, heads_shed; /* g->mu */
     struct slot slots[];
 };
 
@@ -144,27 +153,38 @@ static void acknowledge(struct slot *s)
 static int64_t sweep(struct http_guard *g, int64_t now)
 {
     int64_t next = INT64_MAX;
+    bool busy = g->open_n >= g->opt.workers - busy_reserve(g->opt.workers);
 
     for (int i = 0; i < g->opt.workers; i++) {
         struct slot *s = &g->slots[i];
-        int64_t due;
+        int64_t due, deadline;
 
         if (!s->open || s->phase == PH_NONE)
             continue;
         if (!atomic_load(&s->expired)) {
-            if (s->deadline > now) {
-                next = s->deadline < next ? s->deadline : next;
+            /* When the workers run out, a new connection's first head gets a short deadline:
+             * a real client sends its head at once, a slow one gives its worker back. */
+            deadline = s->deadline;
+            if (busy && s->phase == PH_HEAD && s->first &&
+                s->since + HTTP_GUARD_BUSY_HEAD_MS < deadline)
+                deadline = s->since + HTTP_GUARD_BUSY_HEAD_MS;
+            if (deadline > now) {
+                next = deadline < next ? deadline : next;
                 continue;
             }
             atomic_store(&s->expired, true);
+            if (deadline < s->deadline) {
+                atomic_store(&s->shed, true);
+                g->heads_shed++;
+            }
             if (s->phase == PH_HEAD)
                 g->heads_cut++;
             else if (s->phase == PH_BODY)
                 g->bodies_cut++;
             if (s->phase != PH_DRAIN)
-                log_debug("http: a request %s did not arrive within %lld ms; cutting it",
-                          s->phase == PH_HEAD ? "head" : "body",
-                          (long long)(s->deadline - s->since));
+                log_debug("http: a request %s did not arrive within %lld ms%s; cutting it",
+                          s->phase == PH_HEAD ? "head" : "body", (long long)(deadline - s->since),
+                          deadline < s->deadline ? " while every worker was taken" : "");
             s->kicked = now - HTTP_GUARD_KICK_MS;
         }
         due = s->kicked + HTTP_GUARD_KICK_MS;
@@ -270,8 +290,15 @@ void http_guard_conn_open(struct http_guard *g, const struct mg_connection *conn
     s->body_left = 0;
     pthread_mutex_lock(&g->mu);
     s->open = true;
+    s->first = true;
+    g->open_n++;
     atomic_store(&s->expired, false);
+    atomic_store(&s->shed, false);
     arm(s, PH_HEAD, now, now + g->opt.head_ms);
+    /* The workers just ran out: the watchdog shortens the first heads' deadlines. */
+    if (g->open_n >= g->opt.workers - busy_reserve(g->opt.workers) &&
+        now + HTTP_GUARD_BUSY_HEAD_MS < g->next_wake)
+        pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->mu);
 }
 
@@ -312,6 +339,7 @@ void http_guard_request_done(struct http_guard *g, struct mg_connection *conn)
     s->requests++;
     s->body_left = 0;
     pthread_mutex_lock(&g->mu);
+    s->first = false;
     expired = atomic_load(&s->expired);
     arm(s, expired ? PH_NONE : PH_HEAD, now, now + g->opt.keepalive_ms + g->opt.head_ms);
     pthread_mutex_unlock(&g->mu);
@@ -326,6 +354,8 @@ void http_guard_conn_close(struct http_guard *g)
     if (!s)
         return;
     pthread_mutex_lock(&g->mu);
+    if (s->open)
+        g->open_n--;
     s->open = false;
     s->phase = PH_NONE;
     pthread_mutex_unlock(&g->mu);
@@ -458,6 +488,13 @@ int http_guard_error_text(const struct mg_connection *conn, int status, const ch
     if (status == 400 && strcmp(msg, "Malformed message") == 0) {
         /* What civetweb says when a head is cut off: by the guard, by its own keep-alive
          * limit, by the client closing, or at a byte it does not accept. */
+        if (s && atomic_load(&s->shed)) {
+            snprintf(out, size,
+                     "every worker is taken and the request head did not arrive within %d ms; "
+                     "send it at once; the connection is closed",
+                     HTTP_GUARD_BUSY_HEAD_MS);
+            return 408;
+        }
         if (s &&
             (atomic_load(&s->expired) || waited >= s->g->opt.head_ms ||
              (s->requests > 0 && s->g->opt.keepalive_ms && waited >= s->g->opt.keepalive_ms))) {
@@ -511,20 +548,22 @@ cJSON *http_guard_status_json(struct http_guard *g)
 {
     cJSON *o = cJSON_CreateObject();
     int open = 0;
-    unsigned long heads, bodies;
+    unsigned long heads, bodies, shed;
 
     pthread_mutex_lock(&g->mu);
     for (int i = 0; i < g->opt.workers; i++)
         open += g->slots[i].open;
     heads = g->heads_cut;
     bodies = g->bodies_cut;
+    shed = g->heads_shed;
     pthread_mutex_unlock(&g->mu);
     if (o && (!cJSON_AddNumberToObject(o, "workers", g->opt.workers) ||
               !cJSON_AddNumberToObject(o, "open", open) ||
               !cJSON_AddNumberToObject(o, "head_timeout_ms", g->opt.head_ms) ||
               !cJSON_AddNumberToObject(o, "body_timeout_ms", g->opt.body_ms) ||
               !cJSON_AddNumberToObject(o, "heads_cut", (double)heads) ||
-              !cJSON_AddNumberToObject(o, "bodies_cut", (double)bodies))) {
+              !cJSON_AddNumberToObject(o, "bodies_cut", (double)bodies) ||
+              !cJSON_AddNumberToObject(o, "heads_shed", (double)shed))) {
         cJSON_Delete(o);
         o = NULL;
     }

@@ -12,6 +12,13 @@
  *   BODY  from the end of the head to the end of its body (when the request has one);
  *   none  while a handler works, streams or waits: those have their own limits.
  *
+ * When the workers run out (all but 1/16 of them hold a connection), a connection's first head
+ * must arrive within HTTP_GUARD_BUSY_HEAD_MS of the worker taking it: a real client sends its
+ * head in one go right after connecting, so what is still waiting then is a slow client, and its
+ * worker goes to the next connection in civetweb's queue ("heads_shed"). Kept-alive
+ * connections waiting for their next request are left alone (closing one could race a request
+ * the client is sending).
+ *
  * One watchdog thread sleeps until the earliest deadline. When one passes, it marks the
  * connection's slot expired and interrupts the worker's wait with a signal (civetweb gives no
  * handle on the socket; see http_guard.c): civetweb takes the failed poll for a broken
@@ -39,6 +46,7 @@
 
 #define HTTP_GUARD_HEAD_MS        10000       /* a request's head, by default */
 #define HTTP_GUARD_BODY_MS        30000       /* a request's body, by default */
+#define HTTP_GUARD_BUSY_HEAD_MS   1000        /* a first head, while the workers run out */
 #define HTTP_GUARD_DRAIN_MS       2000        /* what follows a refused body is read this long */
 #define HTTP_GUARD_DRAIN_QUIET_MS 250         /* or until nothing came for this long */
 #define HTTP_GUARD_DRAIN_MAX      (32u << 20) /* and at most this much */
@@ -99,8 +107,8 @@ void http_guard_drain(struct mg_connection *conn);
 int http_guard_error_text(const struct mg_connection *conn, int status, const char *civetweb_msg,
                           char *out, size_t size);
 
-/* {"workers","open","head_timeout_ms","body_timeout_ms","heads_cut","bodies_cut"} for a health
- * report. Owned (cJSON_Delete) or NULL. */
+/* {"workers","open","head_timeout_ms","body_timeout_ms","heads_cut","bodies_cut","heads_shed"}
+ * for a health report. Owned (cJSON_Delete) or NULL. */
 cJSON *http_guard_status_json(struct http_guard *g);
 
 #endif /* COMMON_HTTP_GUARD_H */

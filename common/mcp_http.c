@@ -73,16 +73,18 @@ const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *b
     return buf;
 }
 
-/* Writes a complete response: status, Content-Type, exact length, and the session id when set. */
+/* Writes a complete response: status, Content-Type, exact length, and the session id when set.
+ * An answer whose extra headers close the connection does not also say how long it stays. */
 static int write_answer(struct mg_connection *conn, int status, const char *ctype, const char *body,
                         size_t len, const char *session_id, const char *extra)
 {
     char head[1024], ka[48];
+    bool closing = extra && strstr(extra, "Connection: close\r\n");
     int n = snprintf(head, sizeof(head),
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                      "Cache-Control: no-store\r\n%s%s%s%s%s\r\n",
                      status, mg_get_response_code_text(conn, status), ctype, len,
-                     mcp_http__keepalive_header(conn, ka, sizeof(ka)),
+                     closing ? "" : mcp_http__keepalive_header(conn, ka, sizeof(ka)),
                      session_id && session_id[0] ? "Mcp-Session-Id: " : "",
                      session_id && session_id[0] ? session_id : "",
                      session_id && session_id[0] ? "\r\n" : "", extra ? extra : "");

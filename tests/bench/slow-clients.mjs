@@ -7,24 +7,31 @@
 // before the fix. runboxd runs with its defaults (320 workers, head 10 s, body 30 s).
 //
 //   RUNBOXD=build/daemon/runboxd node tests/bench/slow-clients.mjs
+// The attackers run in a child process (slow-attack.mjs), the probes here.
 //   SECONDS_EACH [60]  probe time per phase; PROBE_MS [100] a /health and a read_file probe
-//   start this often; PROBE_TIMEOUT_MS [5000] a probe unanswered this long counts as lost;
-//   RUNBOXD_BEFORE [none] a second binary measured under attack; OUT_DOC [docs/performance.md]
+//   start this often; PAUSE_MS [50] each keep-alive client waits this long between requests (so
+//   its connection sits idle, holding a worker, as an editor's or agent's does); PROBE_TIMEOUT_MS [5000] a probe unanswered this long counts as lost;
+//   RUNBOXD_BEFORE [none] a second binary measured under attack; TIGHT_THREADS [192] both
+//   binaries again with --http-threads this low, where the attackers (224 connections) outnumber
+//   the workers and only the head limit frees them (0: skip); OUT_DOC [docs/performance.md]
 //   ("-": print only): the section between the slow-clients markers is replaced.
 // A benchmark, not a test: nothing fails because a figure is slow.
+import { fork } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { startDaemon } from '../lib/daemon.mjs';
-import { keepAliveClients, parkedPolls, probe, slowloris } from '../lib/slowclients.mjs';
+import { probe } from '../lib/slowclients.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '../..');
 const SECONDS_EACH = Number(process.env.SECONDS_EACH ?? 60);
 const PROBE_MS = Number(process.env.PROBE_MS ?? 100);
 const PROBE_TIMEOUT_MS = Number(process.env.PROBE_TIMEOUT_MS ?? 5000);
+const TIGHT_THREADS = Number(process.env.TIGHT_THREADS ?? 192);
+const PAUSE_MS = Number(process.env.PAUSE_MS ?? 50);
 const OUT_DOC = process.env.OUT_DOC ?? path.join(REPO, 'docs/performance.md');
 const BEGIN = '<!-- slow-clients:begin -->';
 const END = '<!-- slow-clients:end -->';
@@ -58,26 +65,32 @@ async function probeFor(port) {
   return all;
 }
 
-async function phase(bin, name, attack) {
+async function phase(bin, name, attack, args = []) {
   process.env.RUNBOXD = bin;
-  const d = await startDaemon();
+  const d = await startDaemon({ args });
   try {
     await d.call('write_file', { path: '/probe.txt', content: 'probe' });
-    let s, p, k;
+    let child = null;
+    const ask = (what) => new Promise((resolve) => {
+      child.once('message', resolve);
+      child.send(what);
+    });
     if (attack) {
-      s = slowloris(d.port, 100, { byteMs: 200 });
-      p = parkedPolls(d.port, 60);
-      k = keepAliveClients(d.port, 64, { path: '/health' });
-      // Until the attackers hold their workers: the polls parked, every slowloris connected.
+      child = fork(path.join(HERE, 'slow-attack.mjs'), [`${d.port}`, `${PAUSE_MS}`]);
+      // Until the attackers hold their workers: the polls sent, every slowloris connected.
       const t0 = Date.now();
-      while ((p.stats().parked < 60 || s.stats().open < 100) && Date.now() - t0 < 30000) await sleep(50);
+      for (;;) {
+        const st = await ask('stats');
+        if ((st.polls.maxParked >= 60 && st.slowloris.opened >= 100) || Date.now() - t0 > 30000) break;
+        await sleep(100);
+      }
     }
     const probes = await probeFor(d.port);
     let extra = {};
     if (attack) {
       const h = await d.get('/health');
-      extra = { slowloris: s.stats(), polls: p.stats(), keepalive: k.stats(), http: h.body?.http ?? null };
-      await Promise.all([s.stop(), p.stop(), k.stop()]);
+      extra = { ...(await ask('stats')), http: h.body?.http ?? null };
+      await ask('stop');
     }
     return summary(name, probes, extra);
   } finally {
@@ -91,6 +104,11 @@ const results = [];
 results.push(await phase(bin, 'runboxd, no attack', false));
 results.push(await phase(bin, 'runboxd, under attack', true));
 if (before) results.push(await phase(before, 'before (RUNBOXD_BEFORE), under attack', true));
+if (TIGHT_THREADS) {
+  const args = ['--http-threads', `${TIGHT_THREADS}`];
+  results.push(await phase(bin, `runboxd, under attack, --http-threads ${TIGHT_THREADS}`, true, args));
+  if (before) results.push(await phase(before, `before, under attack, --http-threads ${TIGHT_THREADS}`, true, args));
+}
 for (const r of results) console.log(JSON.stringify(r));
 
 const fmt = (x) => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x.toFixed(1)) : '–');
@@ -105,9 +123,12 @@ const lines = [
     `(${os.loadavg()[0].toFixed(1)} load at the end). runboxd at its defaults (320 workers, head` +
     ' 10 s, body 30 s). The attack: 100 slowloris connections (a header byte every 200 ms, never' +
     ' ending, reconnecting when cut), 60 parked Studio polls, 64 keep-alive clients sending' +
-    ` \`GET /health\` back to back. Probes: a \`/health\` and a \`read_file\` every ${PROBE_MS} ms for` +
+    ` \`GET /health\` every ${PAUSE_MS} ms after each answer (their connections idle in between), all from a process of their own. Probes: a \`/health\` and a \`read_file\` every ${PROBE_MS} ms for` +
     ` ${SECONDS_EACH} s, each on a fresh connection; unanswered after ${PROBE_TIMEOUT_MS} ms counts as lost.` +
-    ' Target: ≥ 99 % within 1 s.',
+    ' Target: ≥ 99 % within 1 s.' +
+    (TIGHT_THREADS ? ` The \`--http-threads ${TIGHT_THREADS}\` rows have fewer workers than attackers (224): there the` +
+      ' slow connections queue with the probes, and what frees workers is the head limit (before: civetweb\'s' +
+      ' 30 s read timeout, restarted at each byte).' : ''),
   '',
   '| phase | probes | answered | within 1 s | p50 | p99 | max | p50 × no attack |',
   '|---|---|---|---|---|---|---|---|',

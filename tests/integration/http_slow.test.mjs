@@ -168,3 +168,26 @@ describe('slow and many clients at once', () => {
                 `max ${ms[ms.length - 1].toFixed(1)} ms; ${JSON.stringify(h)}`);
   });
 });
+
+describe('more slow clients than workers', () => {
+  test('when every worker is taken, slow first heads are cut at once and new clients get through', async () => {
+    // 16 workers and a head limit of 10 minutes: only the busy rule can free a worker held by
+    // a slowloris connection. Each probe gives up after 60 s (a hang), far below that limit.
+    const t = await startDaemon({ args: ['--http-threads', '16', '--http-head-timeout-ms', '600000'] });
+    const s = slowloris(t.port, 24, { byteMs: 200 });
+    try {
+      const deadline = Date.now() + 120000;
+      while (s.stats().opened < 24 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 10; i++) {
+        const h = await probe(t.port, '/health');
+        assert.equal(h.status, 200, `probe ${i} was not answered: ${h.error ?? h.status}`);
+      }
+      const r = await t.get('/health');
+      assert.ok(r.body.http.heads_shed > 0, JSON.stringify(r.body.http));
+      assert.ok(s.stats().answered408 > 0, JSON.stringify(s.stats()));
+    } finally {
+      await s.stop();
+      await t.stop();
+    }
+  });
+});

@@ -74,6 +74,9 @@ function refused(r, pattern, status = 400) {
   assert.equal(typeof msg, 'string', r.text);
   assert.match(msg, pattern);
   assert.equal(r.closed, true, 'the connection is closed after the refusal');
+  // ... and says so, without also promising to keep it (Keep-Alive: timeout=5).
+  assert.match(a[0].headers.connection ?? '', /close/i, r.text);
+  assert.equal(a[0].headers['keep-alive'], undefined, r.text);
   return a[0];
 }
 

@@ -145,7 +145,9 @@ export function probe(port, path, { method = 'GET', body, headers = {}, timeoutM
         resolve({ ms: ms(), status: res.statusCode, body: parsed });
       });
     });
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    // A deadline on the whole exchange (a socket timeout would restart at every byte).
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('close', () => clearTimeout(timer));
     req.on('error', (e) => resolve({ ms: ms(), status: 0, error: e.message }));
     if (body !== undefined) req.write(body);
     req.end();
