@@ -38,6 +38,49 @@ describe('connections', () => {
     }
   });
 
+  test('answers on a connection that stays open say how long it may idle (Keep-Alive: timeout=5)', async () => {
+    // Without it a keep-alive client cannot know that runboxd closes an idle connection after
+    // 5 s, and a request it sends into one that is being closed gets no answer ("socket hang
+    // up"). Node's http.Agent with a timeout and undici stop reusing a socket before the hint.
+    const d = await startDaemon();
+    try {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const json = { 'Content-Type': 'application/json' };
+      const answers = [
+        await request(d.port, '/health', { agent }),
+        await request(d.port, '/tool/list_dir', { method: 'POST', agent, headers: json, body: '{}' }),
+        await request(d.port, '/tool/no_such_tool', { method: 'POST', agent, headers: json, body: '{}' }),
+        await request(d.port, '/nowhere', { agent }),
+      ];
+      agent.destroy();
+      assert.deepEqual(answers.map((r) => [r.status, r.headers['keep-alive']]),
+                       [[200, 'timeout=5'], [200, 'timeout=5'], [404, 'timeout=5'], [404, 'timeout=5']]);
+      // A client that said Connection: close (the helper's default) is promised nothing.
+      const closing = await request(d.port, '/health');
+      assert.equal(closing.headers['keep-alive'], undefined);
+      // Nor is one whose answer ends the connection: a body over the limit gets 413 and close.
+      const head = await new Promise((resolve, reject) => {
+        const sock = net.connect(d.port, '127.0.0.1');
+        let got = '';
+        sock.on('data', (c) => {
+          got += c;
+          if (got.includes('\r\n\r\n')) {
+            sock.destroy();
+            resolve(got.slice(0, got.indexOf('\r\n\r\n')));
+          }
+        });
+        sock.on('error', reject);
+        sock.write(`POST /tool/write_file HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\n` +
+                   'Content-Type: application/json\r\nContent-Length: 40000000\r\n\r\n');
+      });
+      assert.match(head, /^HTTP\/1\.1 413 /);
+      assert.match(head, /\r\nConnection: close(\r\n|$)/);
+      assert.doesNotMatch(head, /Keep-Alive/i);
+    } finally {
+      await d.stop();
+    }
+  });
+
   test('pipelined requests on a raw socket are all answered in order', async () => {
     const d = await startDaemon();
     try {

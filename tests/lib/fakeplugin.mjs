@@ -44,7 +44,11 @@ export class FakePlugin {
     this.handler = handler || (async () => ({ ok: true, result: null }));
     this.token = token;
     this.header = header;
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    // timeout: Node's agent heeds runboxd's Keep-Alive: timeout=5 only when it has a timeout of
+    // its own, and then lets an idle socket go before runboxd closes it; without one it may
+    // send a /result into a connection runboxd is closing ("socket hang up"). 60 s is above
+    // any held /poll (15 s).
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: 8, timeout: 60000 });
     this.running = false;
     this.dead = false;
     this.polls = 0;
