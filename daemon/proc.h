@@ -38,8 +38,8 @@ struct hosttools;
  * that namespace: on request (one byte on the agent socket, '4' or '6') it answers with a new
  * unconnected TCP socket of that namespace (SCM_RIGHTS), which is how the daemon connects into
  * the sandbox (port forwards). In "proxy" the setup process also hands over a listener on the
- * namespace's 127.0.0.1:3128 (egress.h). The hooks are called by the supervisor with the proc
- * lock held (lock order: proc, then the callee's lock, then the console). */
+ * namespace's 127.0.0.1:3128 (egress.h). The hooks are called by the supervisor without the
+ * proc lock (the callee's lock, then the console, may be taken). */
 struct proc_net {
     int mode; /* enum netpolicy_mode */
     void *ctx;

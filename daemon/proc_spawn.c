@@ -400,7 +400,9 @@ static pid_t start_child(struct proc *p, struct job *j, const struct child_fds *
         log_warn("cgroup: %s; turning cgroups off", why);
         cgroup_run_end(p->cg, j->id, j->cg_fd);
         j->cg_fd = -1;
+        pthread_mutex_lock(&p->lock);
         cgroup_disable(p->cg, why);
+        pthread_mutex_unlock(&p->lock);
     }
     pid = fork();
     if (pid == 0)
@@ -673,6 +675,16 @@ void proc_kill_job(struct job *j)
 {
     cgroup_run_kill(j->cg_fd);
     proc_kill_sandbox(j->pid, j->agent);
+}
+
+bool proc_signal_command(pid_t bwrap, pid_t agent, int sig)
+{
+    pid_t init = proc_child_of(bwrap, agent);
+    pid_t cmd = init > 0 ? proc_child_of(init, 0) : -1;
+
+    if (cmd <= 0)
+        return false;
+    return kill(-cmd, sig) == 0 || kill(cmd, sig) == 0;
 }
 
 void proc_kill_sandbox(pid_t bwrap, pid_t agent)
