@@ -82,7 +82,8 @@ struct exec_spec {
     bool allow_network; /* keep the network namespace bwrap starts in (--share-net) */
     bool proxy;         /* set the proxy variables (the egress proxy at 127.0.0.1:3128) */
     const char *npm_cache, *pip_cache; /* host dirs bound at /tmp/.npm, /tmp/.cache/pip; or NULL */
-    uint32_t tmp_mb;
+    uint32_t tmp_mb;                   /* size of /tmp */
+    uint32_t shm_mb;                   /* size of /dev/shm (the memory limit) */
     /* How /bin, /lib, /lib64 and /sbin exist on the host: EXEC_SYSDIR_* each. */
     unsigned char sysdir[4];
     unsigned uid, gid; /* the ids the command sees */
@@ -97,11 +98,12 @@ struct exec_spec {
  * tmp usr workspace), which keep the system's meaning. Pure. */
 bool exec_root_name_ok(const char *name);
 
-/* Builds bwrap's argv (layout B: tmpfs root, read-only system dirs, a curated /etc, the
- * workspace read-write at /workspace and the cwd there, and a symlink at the root for each of
- * root_names, so /x is the workspace's /x as for the file tools). Returns an owned NULL-terminated
- * array whose strings live in the same allocation (free the array with free()), or NULL with
- * err set (ERR_NOMEM, or ERR_INVALID for a cwd that does not fit). */
+/* Builds bwrap's argv (layout B: tmpfs root, read-only system dirs, a curated /etc, a read-only
+ * /dev with a /dev/shm of shm_mb, a /tmp of tmp_mb, the workspace read-write at /workspace and the
+ * cwd there; every namespace new but IPC, which the caller makes; and a symlink at the root for
+ * each of root_names, so /x is the workspace's /x as for the file tools). Returns an owned
+ * NULL-terminated array whose strings live in the same allocation (free the array with free()), or
+ * NULL with err set (ERR_NOMEM, or ERR_INVALID for a cwd that does not fit). */
 char **exec_build_argv(const struct exec_spec *s, struct errinfo *err);
 
 /* How a run ended, and what it printed. */

@@ -55,10 +55,15 @@ static int ensure_std_fds(void)
 static int make_job(struct proc *p, const struct proc_request *r, bool background, struct job **out,
                     struct errinfo *err);
 
-/* Runs `true` in the sandbox once; the cause of a failure becomes the sandbox's reason. */
+/* Runs a first command in the sandbox: the cause of a failure becomes the sandbox's reason. It
+ * reads the sandbox's kernel.shm_rmid_forced with shell builtins only (no binary it might lack):
+ * "1" says the System V limits of proc_spawn.c took. */
 static void probe_sandbox(struct proc *p)
 {
-    struct proc_request r = {.command = "true", .cwd = "/", .timeout_ms = 20000};
+    struct proc_request r = {
+        .command = "{ read x </proc/sys/kernel/shm_rmid_forced; } 2>/dev/null; echo \"shm=$x\"",
+        .cwd = "/",
+        .timeout_ms = 20000};
     struct proc_result res = {0};
     struct errinfo err = {0};
 
@@ -72,7 +77,8 @@ static void probe_sandbox(struct proc *p)
             n--;
         p->available = false;
         errinfo_set(&p->why, ERR_UNAVAILABLE,
-                    "exec is unavailable: the sandbox check (bwrap ... true) failed with exit "
+                    "exec is unavailable: the sandbox check (a first command in bwrap) failed "
+                    "with exit "
                     "code %d: %.*s%s",
                     res.o.exit_code, n, res.o.err ? res.o.err : "",
                     strstr(res.o.err ? res.o.err : "", "namespace")
@@ -80,6 +86,11 @@ static void probe_sandbox(struct proc *p)
                           "user.max_user_namespaces=15000; on Ubuntu "
                           "kernel.apparmor_restrict_unprivileged_userns=0)"
                         : "");
+    } else {
+        p->sysv_bounded = res.o.out && strncmp(res.o.out, "shm=1", 5) == 0;
+        if (!p->sysv_bounded)
+            log_warn("exec: this kernel does not let runboxd bound System V shared memory in a "
+                     "sandbox (kernel.shmall, shm_rmid_forced); it is bounded by cgroups only");
     }
     proc_result_cleanup(&res);
 }
@@ -111,6 +122,7 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&p->cond, &ca);
+    pthread_cond_init(&p->watch_cond, &ca);
     pthread_condattr_destroy(&ca);
     if (ensure_std_fds() < 0 || pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
         errinfo_sys(err, "exec: cannot set up the supervisor's pipes");
@@ -122,6 +134,11 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
         goto fail;
     }
     p->thread_started = true;
+    if (pthread_create(&p->watch_thread, NULL, proc_watchdog, p) != 0) {
+        errinfo_set(err, ERR_INTERNAL, "exec: cannot start the watchdog thread");
+        goto fail;
+    }
+    p->watch_started = true;
     if (p->available)
         probe_sandbox(p);
     if (!p->available) {
@@ -143,6 +160,7 @@ void proc_shutdown(struct proc *p)
         return;
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
+    pthread_cond_signal(&p->watch_cond);
     proc_wake(p);
     while (!p->stopped)
         pthread_cond_wait(&p->cond, &p->lock);
@@ -158,6 +176,9 @@ void proc_shutdown(struct proc *p)
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
     p->thread_started = false;
+    if (p->watch_started)
+        pthread_join(p->watch_thread, NULL);
+    p->watch_started = false;
 }
 
 void proc_free(struct proc *p)
@@ -185,6 +206,7 @@ void proc_free(struct proc *p)
     if (p->wake[1] >= 0)
         close(p->wake[1]);
     pthread_cond_destroy(&p->cond);
+    pthread_cond_destroy(&p->watch_cond);
     pthread_mutex_destroy(&p->lock);
     free(p->bwrap);
     free(p->npm_cache);
@@ -233,8 +255,9 @@ cJSON *proc_sandbox_json(struct proc *p)
          (p->available ? cJSON_AddNullToObject(j, "reason") != NULL
                        : cJSON_AddStringToObject(j, "reason", p->why.msg) != NULL) &&
          cJSON_AddBoolToObject(j, "network", p->net.mode == NETPOLICY_FULL) &&
-         cJSON_AddStringToObject(j, "memory", cgroup_has_memory(p->cg) ? "cgroup" : "rlimit") &&
+         cJSON_AddStringToObject(j, "memory", cgroup_has_memory(p->cg) ? "cgroup" : "watchdog") &&
          cJSON_AddStringToObject(j, "procs", cgroup_has_pids(p->cg) ? "cgroup" : "rlimit") &&
+         cJSON_AddBoolToObject(j, "sysv_shm_bounded", p->sysv_bounded) &&
          add_cgroup_json(j, p->cg) && cJSON_AddNumberToObject(l, "timeout_ms", p->lim.timeout_ms) &&
          cJSON_AddNumberToObject(l, "timeout_max_ms", p->lim.timeout_max_ms) &&
          cJSON_AddNumberToObject(l, "cpu_s", p->lim.cpu_s) &&
@@ -342,6 +365,7 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         .npm_cache = p->npm_cache,
         .pip_cache = p->pip_cache,
         .tmp_mb = p->lim.tmp_mb,
+        .shm_mb = p->lim.memory_mb,
         .uid = (unsigned)p->uid,
         .gid = (unsigned)p->gid,
         .net_env = net_env,

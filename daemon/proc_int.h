@@ -54,9 +54,11 @@ struct job {
     int64_t start_mono; /* monotonic ms */
     int exit_code;
     int64_t duration_ms;
-    int kill_sig;     /* a handler's request (SIGKILL, SIGTERM...), 0 = none */
-    bool cancelled;   /* its caller cancelled the call (proc_cancel) */
-    unsigned waiting; /* callers still reading this job (it is not freed meanwhile) */
+    int kill_sig;         /* a handler's request (SIGKILL, SIGTERM...), 0 = none */
+    bool kill_memory;     /* the watchdog's request: the run is past the memory limit */
+    uint64_t memory_seen; /* bytes the watchdog saw it hold then */
+    bool cancelled;       /* its caller cancelled the call (proc_cancel) */
+    unsigned waiting;     /* callers still reading this job (it is not freed meanwhile) */
     bool done;
     char recent_pub[PROC_RECENT_MAX]; /* recent as of the last publish, for progress reports */
     size_t recent_pub_len;
@@ -76,6 +78,7 @@ struct job {
     int64_t deadline, kill_at, end_mono; /* monotonic ms; 0 = none */
     int act_sig;                         /* a request taken over, not yet carried out */
     int end_status;                      /* bwrap's wait status once reaped */
+    uint64_t memory_held;                /* memory_seen, taken over with kill_memory */
     bool spawned, reaped;
     bool timed_out, killed, output_limit, memory_limit;
     uint32_t console_tokens;   /* lines the console may take now (see PROC_CONSOLE_BURST) */
@@ -90,6 +93,9 @@ struct proc {
     pthread_cond_t cond; /* CLOCK_MONOTONIC; broadcast when a job starts or ends */
     pthread_t thread;
     bool thread_started;
+    pthread_cond_t watch_cond; /* CLOCK_MONOTONIC; the watchdog waits on it (proc_watch.c) */
+    pthread_t watch_thread;
+    bool watch_started;
     int wake[2]; /* the supervisor polls wake[0] */
     /* lock: */
     struct job *jobs, *last;
@@ -100,6 +106,7 @@ struct proc {
     char *bwrap;
     char version[64];
     bool available;
+    bool sysv_bounded; /* the sandbox check saw the System V limits take */
     struct errinfo why;
     const char *mnt; /* where the child binds the workspace before bwrap starts */
     int ws_fd;
@@ -116,10 +123,14 @@ struct proc {
     gid_t gid;
     pid_t self;
     char uid_map[32], gid_map[32];
+    char shm_max[24], shm_all[24]; /* the sandbox's kernel.shmmax and kernel.shmall */
 };
 
 /* proc_super.c: the supervisor thread's function (arg: the proc). */
 void *proc_supervisor(void *arg);
+
+/* proc_watch.c: the watchdog thread's function (arg: the proc). */
+void *proc_watchdog(void *arg);
 
 /* proc.c: frees a job and what it owns. */
 void proc_free_job(struct job *j);

@@ -221,6 +221,12 @@ static void console_failure(struct proc *p, struct job *j, int exit_code)
         console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
                         "process %" PRIu64 " timed out after %" PRIu32 " ms%s%.*s", j->id,
                         j->timeout_ms, n ? ":\n" : "", (int)n, t);
+    else if (j->memory_limit && j->memory_held)
+        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
+                        "process %" PRIu64 ": the run held %" PRIu64
+                        " MiB (its processes, /tmp, /dev/shm and shared memory together), past "
+                        "the memory limit (%" PRIu32 " MiB), and was killed%s%.*s",
+                        j->id, j->memory_held >> 20, p->lim.memory_mb, n ? ":\n" : "", (int)n, t);
     else if (j->memory_limit)
         console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
                         "process %" PRIu64 ": a command hit the memory limit (%" PRIu32
@@ -401,6 +407,7 @@ static void publish(struct proc *p, struct round *r)
         } else if (j->state == JOB_STARTING) {
             j->state = JOB_RUNNING;
             changed = true;
+            pthread_cond_signal(&p->watch_cond);
         }
         if (j->reaped && !j->done) {
             j->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -453,6 +460,12 @@ static void take_requests(struct proc *p, struct job *j)
 {
     if (p->stopping && !j->kill_sig && !j->killed)
         j->kill_sig = SIGKILL;
+    if (j->kill_memory && !j->memory_limit) {
+        /* Not "killed": the limit stopped it, as the OOM killer does in a cgroup. */
+        j->memory_limit = true;
+        j->memory_held = j->memory_seen;
+        j->act_sig = SIGKILL;
+    }
     if (!j->kill_sig)
         return;
     j->killed = true;

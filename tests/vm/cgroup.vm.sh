@@ -259,7 +259,7 @@ else
 	vm_fail "$T.no_exec_dirs_left" "left in $CG: $(exec_dirs)"
 fi
 
-# ---- clone3 refused by seccomp (as in Docker): rlimits again, memory by RLIMIT_DATA ----
+# ---- clone3 refused by seccomp (as in Docker): rlimits again, memory by RLIMIT_DATA and the watchdog ----
 
 if [ -x /usr/bin/no_clone3 ]; then
 	RUNBOX_URL=http://127.0.0.1:7767
@@ -268,7 +268,7 @@ if [ -x /usr/bin/no_clone3 ]; then
 	NC=$!
 	if wait_until 60 health_ok; then
 		H=$(health)
-		assert_eq "$T.noclone3_memory" "$(printf '%s' "$H" | json_get .sandbox.memory)" '"rlimit"'
+		assert_eq "$T.noclone3_memory" "$(printf '%s' "$H" | json_get .sandbox.memory)" '"watchdog"'
 		assert_eq "$T.noclone3_path" "$(printf '%s' "$H" | json_get .sandbox.cgroup.path)" null
 		assert_contains "$T.noclone3_reason" "$(printf '%s' "$H" | json_get .sandbox.cgroup.reason)" \
 			'clone3: Function not implemented'
