@@ -41,6 +41,7 @@
 #include "schema.h"
 #include "proc.h"
 #include "registry.h"
+#include "quota.h"
 #include "tools.h"
 #include "watch.h"
 #include "bridge.h"
@@ -304,6 +305,27 @@ static int handle_tools(struct api *a, struct mg_connection *conn)
     return status;
 }
 
+/* ,"workspace_quota":{"quota_mb":N,"used_mb":M} (M null until the first walk), or null. */
+static int put_quota_status(struct api *a, struct jsonbuf *b)
+{
+    struct quota *q = a->tools ? a->tools->quota : NULL;
+    uint64_t used = 0;
+    char text[128];
+    int n;
+
+    if (!quota_limit_mb(q))
+        return jsonbuf_puts(b, ",\"workspace_quota\":null", NULL);
+    if (quota_peek(q, &used) == 0)
+        n = snprintf(
+            text, sizeof(text), ",\"workspace_quota\":{\"quota_mb\":%llu,\"used_mb\":%llu}",
+            (unsigned long long)quota_limit_mb(q), (unsigned long long)((used + (1u << 19)) >> 20));
+    else
+        n = snprintf(text, sizeof(text),
+                     ",\"workspace_quota\":{\"quota_mb\":%llu,\"used_mb\":null}",
+                     (unsigned long long)quota_limit_mb(q));
+    return jsonbuf_put(b, text, (size_t)n, NULL);
+}
+
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
@@ -326,6 +348,7 @@ static int handle_health(struct api *a, struct mg_connection *conn)
                  a->allow_network ? "true" : "false");
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= put_sandbox_status(a, &b);
+    rc |= put_quota_status(a, &b);
     rc |= jsonbuf_put(&b, ",\"studio\":", 10, NULL);
     rc |= put_studio_status(a, &b);
     rc |= put_calls_status(a, &b);

@@ -402,6 +402,8 @@ static const char *kill_reason(const struct exec_outcome *o)
 
     if (o->memory_limit)
         return "memory limit";
+    if (o->quota_exceeded)
+        return "workspace quota";
     if (o->output_limit)
         return "output limit (it kept printing far past the limit)";
     if (o->timed_out)
@@ -448,7 +450,10 @@ char *exec_format_text(const struct exec_outcome *o, size_t *len)
         NOTE("[exit code %d]", o->exit_code);
     if (o->out_dropped || o->err_dropped)
         NOTE("[output truncated]");
-    if (reason)
+    if (reason && o->quota_exceeded && !o->memory_limit)
+        NOTE("[killed: workspace is full (quota %" PRIu64 " MiB, used %" PRIu64 " MiB)]",
+             o->quota_mb, o->quota_used_mb);
+    else if (reason)
         NOTE("[killed: %s]", reason);
 #undef NOTE
     jsonbuf_put(&b, "", 0, NULL); /* an empty result is "" rather than NULL */

@@ -120,6 +120,8 @@ struct exec_outcome {
     uint64_t out_dropped, err_dropped; /* bytes over the limit that were dropped */
     bool memory_limit;                 /* the memory limit killed it (cgroup OOM) */
     bool cancelled;                    /* its caller cancelled the call (proc_cancel) */
+    bool quota_exceeded;               /* stopped because the workspace passed its quota */
+    uint64_t quota_mb, quota_used_mb;  /* that quota, and the usage then */
 };
 
 /* The signal that ended the command, as "SIGKILL" etc., or NULL (a normal exit, or a status
@@ -127,8 +129,9 @@ struct exec_outcome {
 const char *exec_signal_name(const struct exec_outcome *o);
 
 /* The result text: stdout, then "[stderr]" and stderr when there is any, then the notes
- * "[exit code N]", "[timed out after N ms]", "[output truncated]", "[killed: ...]", each on a
- * line of its own. Returns an owned NUL-terminated string (free()) and its length, or NULL. */
+ * "[exit code N]", "[timed out after N ms]", "[output truncated]", "[killed: ...]" ("[killed:
+ * workspace is full (quota N MiB, used M MiB)]" for the quota), each on a line of its own. Returns
+ * an owned NUL-terminated string (free()) and its length, or NULL. */
 char *exec_format_text(const struct exec_outcome *o, size_t *len);
 
 /* The same facts as JSON: {pid, exit_code, stdout, stderr, duration_ms, timed_out, truncated,

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "netpolicy.h"
 #include "proc_int.h"
+#include "quota.h"
 
 #define PROC_QUEUE_MAX 64 /* foreground runs waiting for a slot */
 
@@ -116,6 +117,7 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     p->console = opt->console;
     p->cg = opt->cgroup;
     p->tools = opt->tools;
+    p->quota = opt->quota;
     p->self = getpid();
     p->next_id = 1;
     pthread_mutex_init(&p->lock, NULL);
@@ -515,7 +517,7 @@ static void wait_run(struct proc *p, struct job *j, const struct proc_request *r
 }
 
 /* Moves j's outcome into out (under the lock). */
-static void collect(struct job *j, struct proc_result *out)
+static void collect(struct job *j, const struct quota *quota, struct proc_result *out)
 {
     out->out = j->s[0].buf;
     out->err = j->s[1].buf;
@@ -530,6 +532,9 @@ static void collect(struct job *j, struct proc_result *out)
         .output_limit = j->output_limit,
         .memory_limit = j->memory_limit,
         .cancelled = j->cancelled,
+        .quota_exceeded = j->quota_exceeded,
+        .quota_mb = quota_limit_mb(quota),
+        .quota_used_mb = (j->quota_used + (1u << 19)) >> 20,
         .out = out->out,
         .err = out->err,
         .out_len = j->s[0].len,
@@ -568,7 +573,7 @@ int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *o
     if (j->spawn_err.kind != ERR_NONE) {
         *err = j->spawn_err;
     } else {
-        collect(j, out);
+        collect(j, p->quota, out);
         rc = 0;
     }
     j->waiting--;

@@ -32,6 +32,7 @@
 struct cgroup;
 struct console;
 struct hosttools;
+struct quota;
 
 /* The sandboxes' network (netpolicy.h modes). In "proxy" and "none" each sandbox gets a network
  * namespace of its own, made by its setup process, which also leaves behind a tiny agent in
@@ -68,6 +69,7 @@ struct proc_options {
     struct console *console;       /* borrowed, may be NULL */
     struct cgroup *cgroup;         /* borrowed, may be NULL (rlimits only); outlives the proc */
     const struct hosttools *tools; /* borrowed, may be NULL; shown in /health (sandbox.tools) */
+    struct quota *quota;           /* borrowed, may be NULL (no quota); outlives the proc */
 };
 
 struct proc; /* opaque */

@@ -57,6 +57,10 @@ struct job {
     int kill_sig;         /* a handler's request (SIGKILL, SIGTERM...), 0 = none */
     bool kill_memory;     /* the watchdog's request: the run is past the memory limit */
     uint64_t memory_seen; /* bytes the watchdog saw it hold then */
+    bool kill_quota;      /* the watchdog's request: the workspace passed its quota */
+    uint64_t quota_seen;  /* the workspace's usage in bytes then */
+    bool ws_seen;         /* the watchdog has seen the run: ws_start is set */
+    uint64_t ws_start;    /* the workspace's usage when the watchdog first saw the run */
     bool cancelled;       /* its caller cancelled the call (proc_cancel) */
     unsigned waiting;     /* callers still reading this job (it is not freed meanwhile) */
     bool done;
@@ -79,6 +83,8 @@ struct job {
     int act_sig;                         /* a request taken over, not yet carried out */
     int end_status;                      /* bwrap's wait status once reaped */
     uint64_t memory_held;                /* memory_seen, taken over with kill_memory */
+    bool quota_exceeded;                 /* kill_quota, taken over */
+    uint64_t quota_used;                 /* quota_seen, taken over with it */
     bool spawned, reaped;
     bool timed_out, killed, output_limit, memory_limit;
     uint32_t console_tokens;   /* lines the console may take now (see PROC_CONSOLE_BURST) */
@@ -115,7 +121,8 @@ struct proc {
     char *npm_cache, *pip_cache;
     struct exec_limits lim;
     struct console *console;
-    struct cgroup *cg; /* its run functions are called by the supervisor only; cgroup_disable
+    struct quota *quota; /* the workspace quota (internal lock), or NULL */
+    struct cgroup *cg;   /* its run functions are called by the supervisor only; cgroup_disable
                           with the lock held (proc_sandbox_json reads it so) */
     const struct hosttools *tools;
     unsigned char sysdir[4];

@@ -30,6 +30,7 @@
 #include "cgroup.h"
 #include "console.h"
 #include "log.h"
+#include "quota.h"
 
 #define PROC_KEEP_FINISHED 100 /* finished runs process_list still shows */
 #define PROC_READ_CHUNK    (64u << 10)
@@ -291,7 +292,13 @@ static void end_job(struct proc *p, struct job *j, int status)
         p->net.ended(p->net.ctx, j->id);
     if (!p->console)
         return;
-    if ((code != 0 || j->memory_limit) && !j->killed)
+    if (j->quota_exceeded && !j->killed)
+        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
+                        "process %" PRIu64 ": the workspace passed its quota (%" PRIu64
+                        " MiB, used %" PRIu64 " MiB) while it ran, and it was stopped; remove "
+                        "files or raise --workspace-quota-mb",
+                        j->id, quota_limit_mb(p->quota), (j->quota_used + (1u << 19)) >> 20);
+    else if ((code != 0 || j->memory_limit) && !j->killed)
         console_failure(p, j, code);
     else if (j->background)
         console_appendf(p->console, CONSOLE_INFO, CONSOLE_SRC_EXEC, j->id,
@@ -412,8 +419,10 @@ static void publish(struct proc *p, struct round *r)
         if (j->reaped && !j->done) {
             j->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             j->duration_ms = j->end_mono - j->start_mono;
-            j->state = j->killed || j->timed_out || j->output_limit || j->memory_limit ? JOB_KILLED
-                                                                                       : JOB_EXITED;
+            j->state =
+                j->killed || j->timed_out || j->output_limit || j->memory_limit || j->quota_exceeded
+                    ? JOB_KILLED
+                    : JOB_EXITED;
             j->done = true;
         }
         if (j->done) {
@@ -460,6 +469,11 @@ static void take_requests(struct proc *p, struct job *j)
 {
     if (p->stopping && !j->kill_sig && !j->killed)
         j->kill_sig = SIGKILL;
+    if (j->kill_quota && !j->quota_exceeded) {
+        j->quota_exceeded = true;
+        j->quota_used = j->quota_seen;
+        j->act_sig = SIGKILL;
+    }
     if (j->kill_memory && !j->memory_limit) {
         /* Not "killed": the limit stopped it, as the OOM killer does in a cgroup. */
         j->memory_limit = true;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "quota.h"
 #include "utf8.h"
 #include "vfs.h"
 #include "watch.h"
@@ -281,7 +282,7 @@ int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON
     char *decoded = NULL;
     const char *data = cJSON_IsString(content) ? content->valuestring : "";
     size_t len = strlen(data);
-    bool created = false;
+    bool created = false, written;
     cJSON *res = NULL;
     int rc = -1;
 
@@ -293,7 +294,12 @@ int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON
             goto out;
         data = decoded;
     }
-    if (vfs_write(ctx->vfs, norm, data, len, &created, err) < 0)
+    /* All of it: the old file and the new one both exist until the rename. */
+    if (quota_reserve(ctx->quota, len, err) < 0)
+        goto out;
+    written = vfs_write(ctx->vfs, norm, data, len, &created, err) == 0;
+    quota_release(ctx->quota, len);
+    if (!written)
         goto out;
     if (created)
         watch_resources_changed(ctx->watch);

@@ -267,6 +267,18 @@ START_TEST(test_exec_text_limits)
     t = text_of(&o);
     ck_assert_ptr_nonnull(strstr(t, "[killed: memory limit]"));
     free(t);
+    o = (struct exec_outcome){
+        .exit_code = 137, .quota_exceeded = true, .quota_mb = 24, .quota_used_mb = 30};
+    t = text_of(&o);
+    ck_assert_str_eq(t, "[exit code 137 (SIGKILL)]\n"
+                        "[killed: workspace is full (quota 24 MiB, used 30 MiB)]\n");
+    free(t);
+    {
+        cJSON *j = exec_outcome_json(&o);
+
+        ck_assert_str_eq(cJSON_GetObjectItem(j, "killed")->valuestring, "workspace quota");
+        cJSON_Delete(j);
+    }
     o = (struct exec_outcome){.exit_code = 200};
     ck_assert_ptr_null(exec_signal_name(&o));
     o.exit_code = 130;
