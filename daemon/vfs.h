@@ -141,7 +141,7 @@ int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *remove
                struct errinfo *err);
 
 struct vfs_search_opts {
-    const char *query; /* literal text, or a POSIX extended regex when regex is true */
+    const char *query; /* literal text, or a PCRE2 regex (UTF mode) when regex is true */
     const char *path;  /* directory or file to search; NULL = "/" */
     const char *ext;   /* only files whose name ends in "." ext (ext without the dot), or NULL */
     bool regex;
@@ -149,6 +149,10 @@ struct vfs_search_opts {
     size_t max_results; /* most matching lines reported (0 = 200) */
     size_t max_line;    /* longest line text shown, in bytes (0 = 300; longer lines are cut with
                            "…") */
+    /* Polled between files and every few thousand lines; true stops the search, which then
+     * fails with ERR_CANCELLED. NULL: never. Called on the searching thread. */
+    bool (*cancelled)(void *ctx);
+    void *cancel_ctx;
 };
 
 struct vfs_search_result {
@@ -157,12 +161,18 @@ struct vfs_search_result {
     size_t matches; /* lines reported */
     uint64_t files_scanned;
     uint64_t binary_skipped; /* files skipped because they look binary (a NUL in the first 8 KiB) */
-    bool truncated;          /* stopped at max_results */
+    uint64_t
+        dirs_too_deep; /* directories not entered: more than VFS_SEARCH_DEPTH_MAX levels down */
+    uint64_t too_long; /* entries left out: their path is over VFS_PATH_MAX bytes */
+    bool truncated;    /* stopped at max_results */
 };
+
+#define VFS_SEARCH_DEPTH_MAX 256 /* directory levels below opts->path that search enters */
 
 /* Searches every regular file under opts->path (symlinks are not followed; files that look
  * binary are skipped) for lines that match, in path order. A bad regex is ERR_INVALID with
- * regcomp's message. */
+ * PCRE2's message; a regex that uses up its backtracking budget on a line is ERR_INVALID
+ * "search: pattern too complex: ..."; a cancelled search is ERR_CANCELLED. */
 int vfs_search(struct vfs *v, const struct vfs_search_opts *opts, struct vfs_search_result *out,
                struct errinfo *err);
 void vfs_search_result_cleanup(struct vfs_search_result *r); /* safe on a zeroed struct */

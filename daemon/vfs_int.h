@@ -5,6 +5,7 @@
 #ifndef DAEMON_VFS_INT_H
 #define DAEMON_VFS_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -66,13 +67,15 @@ void vfs_remove_memory_dir(char *path, dev_t dev);
 
 /* ---- vfs_regex.c ---- */
 
-/* Finds the longest byte string that every match of the extended regex re must contain.
- * best and cur are caller buffers of strlen(re) + 1 bytes each; the literal is left in best,
- * NUL-terminated. Returns its length (0 when there is none, e.g. with a top-level '|'). */
-size_t vfs_regex_literal(const char *re, char *best, char *cur);
+/* Finds the longest byte string that every match of the PCRE2 pattern re (compiled in UTF mode,
+ * caseless when icase) must contain. best and cur are caller buffers of strlen(re) + 1 bytes
+ * each; the literal is left in best, NUL-terminated. Returns its length (0 when there is none,
+ * e.g. with a top-level '|', an inline option such as (?i) or a verb such as (*CR)). */
+size_t vfs_regex_literal(const char *re, bool icase, char *best, char *cur);
 
-/* Splits the regex q at its top-level '|' into alternatives (starts[i], lens[i]; borrowed
- * from q), which hold max entries. Returns their count, or 0 when there are more than max. */
+/* Splits the PCRE2 pattern q at its top-level '|' into alternatives (starts[i], lens[i];
+ * borrowed from q), which hold max entries. Returns their count, or 0 when there are more than
+ * max. */
 size_t vfs_regex_split(const char *q, const char **starts, size_t *lens, size_t max);
 
 #endif /* DAEMON_VFS_INT_H */
