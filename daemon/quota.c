@@ -29,14 +29,20 @@ struct quota {
     /* lock: */
     bool known;         /* a walk has been made */
     bool walking;       /* a walk runs now (without the lock) */
+    uint64_t starts;    /* walks started so far */
+    uint64_t done;      /* the number (in starts) of the last walk that ended */
     uint64_t walked;    /* bytes the last walk counted */
-    uint64_t free_then; /* the file system's free bytes just before it */
+    uint64_t grown;     /* bytes added since: drops of free space, and the tools' writes */
+    uint64_t last_free; /* the file system's free bytes when last sampled */
     uint64_t reserved;  /* bytes of writes under way */
 };
 
-uint64_t quota_estimate(uint64_t walked, uint64_t free_then, uint64_t free_now, uint64_t reserved)
+uint64_t quota_grow(uint64_t grown, uint64_t *last_free, uint64_t now)
 {
-    return walked + (free_then > free_now ? free_then - free_now : 0) + reserved;
+    if (now < *last_free)
+        grown += *last_free - now;
+    *last_free = now;
+    return grown;
 }
 
 /* ---- the walk ---- */
@@ -291,39 +297,53 @@ uint64_t quota_limit_mb(const struct quota *q)
     return q ? q->limit >> 20 : 0;
 }
 
-/* Walks the tree and restarts the estimate from it (lock held; released during the walk). A walk
- * already under way is waited for instead. */
+/* Walks the tree and restarts the estimate from it (lock held; released during the walk). The
+ * figure must come from a walk that started after the call: one under way is waited for, then
+ * another is made unless someone else started it meanwhile. */
 static int rescan_locked(struct quota *q)
 {
-    uint64_t before = 0, bytes = 0;
-    int rc = -1;
+    uint64_t need = q->starts + 1;
+    int rc = 0;
 
-    if (q->walking) {
-        while (q->walking)
+    while (q->done < need && rc == 0) {
+        uint64_t before = 0, bytes = 0, mine;
+
+        if (q->walking) {
             pthread_cond_wait(&q->walked_cond, &q->lock);
-        return q->known ? 0 : -1;
-    }
-    q->walking = true;
-    pthread_mutex_unlock(&q->lock);
-    /* The free space first: what is written during the walk is then counted again rather than
-     * not at all. */
-    if (free_bytes(q->root_fd, &before) == 0)
-        for (int i = 0; i < WALK_TRIES && rc < 0; i++) {
-            rc = walk_once(q->root_fd, &bytes);
-            if (rc < 0 && errno != EAGAIN)
-                break;
+            continue;
         }
-    if (rc < 0)
-        log_warn("quota: cannot measure the workspace: %s", strerror(errno));
-    pthread_mutex_lock(&q->lock);
-    if (rc == 0) {
-        q->known = true;
-        q->walked = bytes;
-        q->free_then = before;
+        q->walking = true;
+        mine = ++q->starts;
+        pthread_mutex_unlock(&q->lock);
+        /* The free space first: what is written during the walk is then counted again (as
+         * grown) rather than not at all. */
+        rc = free_bytes(q->root_fd, &before);
+        for (int i = 0; i < WALK_TRIES && rc == 0; i++) {
+            rc = walk_once(q->root_fd, &bytes);
+            if (rc == 0 || errno != EAGAIN)
+                break;
+            rc = 0;
+        }
+        if (rc < 0)
+            log_warn("quota: cannot measure the workspace: %s", strerror(errno));
+        pthread_mutex_lock(&q->lock);
+        if (rc == 0) {
+            q->known = true;
+            q->walked = bytes;
+            q->grown = 0;
+            q->last_free = before;
+        }
+        q->done = mine;
+        q->walking = false;
+        pthread_cond_broadcast(&q->walked_cond);
     }
-    q->walking = false;
-    pthread_cond_broadcast(&q->walked_cond);
     return rc;
+}
+
+/* Samples the free space (read before the lock was taken) into the estimate (lock held). */
+static void sample_locked(struct quota *q, uint64_t now)
+{
+    q->grown = quota_grow(q->grown, &q->last_free, now);
 }
 
 /* The usage on disk now, walking when the estimate (with extra more bytes) reaches the quota or
@@ -334,14 +354,19 @@ static int current(struct quota *q, uint64_t extra, uint64_t *used)
 
     if (!q->known && rescan_locked(q) < 0)
         return -1;
-    if (free_bytes(q->root_fd, &now) < 0)
+    pthread_mutex_unlock(&q->lock);
+    if (free_bytes(q->root_fd, &now) < 0) {
+        pthread_mutex_lock(&q->lock);
         return -1;
-    *used = quota_estimate(q->walked, q->free_then, now, 0);
+    }
+    pthread_mutex_lock(&q->lock);
+    sample_locked(q, now);
+    *used = q->walked + q->grown;
     if (*used + q->reserved + extra <= q->limit)
         return 0;
-    if (rescan_locked(q) < 0 || free_bytes(q->root_fd, &now) < 0)
+    if (rescan_locked(q) < 0)
         return -1;
-    *used = quota_estimate(q->walked, q->free_then, now, 0);
+    *used = q->walked + q->grown;
     return 0;
 }
 
@@ -385,7 +410,7 @@ int quota_reserve(struct quota *q, uint64_t bytes, struct errinfo *err)
     return 0;
 }
 
-void quota_release(struct quota *q, uint64_t bytes)
+void quota_release(struct quota *q, uint64_t bytes, bool written)
 {
     uint64_t need = bytes + QUOTA_WRITE_EXTRA;
 
@@ -393,6 +418,10 @@ void quota_release(struct quota *q, uint64_t bytes)
         return;
     pthread_mutex_lock(&q->lock);
     q->reserved = q->reserved > need ? q->reserved - need : 0;
+    /* Counted for sure, even if a drop of free space that shows it is hidden by space freed
+     * elsewhere on the disk at the same time (counted twice otherwise: too high is safe). */
+    if (written)
+        q->grown += bytes;
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -417,9 +446,12 @@ int quota_peek(struct quota *q, uint64_t *used)
 
     if (!q || !q->limit)
         return -1;
+    if (free_bytes(q->root_fd, &now) < 0)
+        return -1;
     pthread_mutex_lock(&q->lock);
-    if (q->known && free_bytes(q->root_fd, &now) == 0) {
-        *used = quota_estimate(q->walked, q->free_then, now, 0);
+    if (q->known) {
+        sample_locked(q, now);
+        *used = q->walked + q->grown;
         rc = 0;
     }
     pthread_mutex_unlock(&q->lock);

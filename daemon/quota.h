@@ -2,23 +2,26 @@
  *
  * DESIGN: usage is the space the workspace's files and directories take on disk (st_blocks, as
  * du counts it; hard links once). Counting it means walking the whole tree, which is done only
- * when needed; in between, usage is estimated from the workspace file system's free space:
+ * when needed; in between, usage is estimated:
  *
- *     estimate = used at the last walk + (free space then - free space now) + reserved
+ *     estimate = used at the last walk + grown since + reserved
  *
+ * where grown adds up every drop of the workspace file system's free space seen between two
+ * samples (free space that comes back is not subtracted), plus the bytes each write_file wrote.
  * Whoever writes, the tools or commands writing directly in a sandbox, takes free space, so the
- * estimate follows them without any per-write bookkeeping; a delete gives the space back. Other
- * programs writing to the same file system make the estimate too high, never too low (unless
- * they free space at the same time), and a too-high estimate only costs a walk: whenever the
- * estimate reaches the quota, the tree is walked and the estimate starts again from the exact
- * figure. A write is refused, or a run stopped, only on an exact figure.
+ * estimate follows them without any per-write bookkeeping. It errs high: other programs writing
+ * to the same file system, and deletes, are not told apart; a too-high estimate only costs a
+ * walk. Whenever the estimate reaches the quota the tree is walked and the estimate starts again
+ * from the exact figure; a write is refused, or a run stopped, only on a walked figure. The
+ * samples are taken by write_file, /health and, ten times a second while runs go on, the exec
+ * watchdog (proc_watch.c): a command's writes could be missed only when, between two samples,
+ * as much space is freed elsewhere on the disk as it wrote.
  *
  * write_file reserves its bytes before it writes (so concurrent writes cannot together pass the
- * quota) and releases them after, once the free space shows them. The exec watchdog checks the
- * quota while runs go on (proc_watch.c).
+ * quota) and releases them after.
  *
- * Thread-safety: any thread (internal lock). The walk runs without the lock; one walk at a time,
- * and callers that need one while it runs wait for its result. */
+ * Thread-safety: any thread (internal lock, held only to copy; the walk and statfs run without
+ * it). One walk at a time; a caller that needs a walk waits for one that started after it asked. */
 #ifndef DAEMON_QUOTA_H
 #define DAEMON_QUOTA_H
 
@@ -49,7 +52,7 @@ uint64_t quota_limit_mb(const struct quota *q);
  * would pass the quota (counted exactly). Release the reservation with quota_release(bytes) when
  * the write is over, whether it succeeded or not. q NULL or no quota: always 0. */
 int quota_reserve(struct quota *q, uint64_t bytes, struct errinfo *err);
-void quota_release(struct quota *q, uint64_t bytes);
+void quota_release(struct quota *q, uint64_t bytes, bool written); /* written: it took place */
 
 /* The usage in bytes, exact when it is near or past the quota (the tree is walked when the
  * estimate reaches the quota), else the estimate. *over (may be NULL) tells whether it is past
@@ -66,8 +69,8 @@ int quota_rescan(struct quota *q);
 
 /* ---- pure (unit-tested) ---- */
 
-/* The estimate above: used at the walk, plus the free space given up since (0 when more is free
- * now), plus the reserved bytes. */
-uint64_t quota_estimate(uint64_t walked, uint64_t free_then, uint64_t free_now, uint64_t reserved);
+/* One sample of the free space (now bytes) added to grown: a drop since *last_free counts, space
+ * that came back does not; *last_free becomes now. Returns the new grown. */
+uint64_t quota_grow(uint64_t grown, uint64_t *last_free, uint64_t now);
 
 #endif /* DAEMON_QUOTA_H */

@@ -299,7 +299,7 @@ int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON
     if (quota_reserve(ctx->quota, len, err) < 0)
         goto out;
     written = vfs_write(ctx->vfs, norm, data, len, &created, err) == 0;
-    quota_release(ctx->quota, len);
+    quota_release(ctx->quota, len, written);
     if (!written)
         goto out;
     if (created)
