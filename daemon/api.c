@@ -42,6 +42,7 @@
 #include "proc.h"
 #include "registry.h"
 #include "quota.h"
+#include "utf8.h"
 #include "tools.h"
 #include "watch.h"
 #include "bridge.h"
@@ -98,24 +99,35 @@ static const char *http_date(void)
 int api_send_json(struct mg_connection *conn, int status, const char *body, size_t len,
                   const char *extra_name, const char *extra_value)
 {
-    char out[8192];
+    static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
+    char out[8192], *valid = NULL;
+    size_t vlen = 0;
     int n;
 
+    /* Every byte sent is UTF-8: a command's output or a file name may not be, and cJSON passes
+     * such bytes through. Each bad byte becomes U+FFFD (names were escaped before, vfs.h). */
+    if (utf8_make_valid(body, len, &valid, &vlen) < 0) {
+        status = 503;
+        body = oom;
+        len = sizeof(oom) - 1;
+    } else if (valid) {
+        body = valid;
+        len = vlen;
+    }
     n = snprintf(out, sizeof(out),
                  "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                  "Date: %s\r\nCache-Control: no-store\r\n%s%s%s%s\r\n",
                  status, mg_get_response_code_text(conn, status), len, http_date(),
                  extra_name ? extra_name : "", extra_name ? ": " : "",
                  extra_name ? extra_value : "", extra_name ? "\r\n" : "");
-    if (n < 0 || (size_t)n >= sizeof(out))
-        return status; /* cannot happen: every part is short */
-    if ((size_t)n + len <= sizeof(out)) {
+    if (n >= 0 && (size_t)n < sizeof(out) && (size_t)n + len <= sizeof(out)) {
         memcpy(out + n, body, len);
         mg_write(conn, out, (size_t)n + len);
-    } else {
+    } else if (n >= 0 && (size_t)n < sizeof(out)) {
         mg_write(conn, out, (size_t)n);
         mg_write(conn, body, len);
-    }
+    } /* else cannot happen: every part of the head is short */
+    free(valid);
     return status;
 }
 

@@ -12,9 +12,15 @@
 #include "vfs.h"
 
 /* Opens the normalized VFS path norm (as made by vfs_normalize) inside the root with openat2
- * flags (O_CLOEXEC is added). "/" opens the root itself. Retries the EAGAIN that openat2 gives
- * when a rename raced the resolution. Returns an owned fd, or -1 with errno set. */
+ * flags (O_CLOEXEC is added); its escapes become the bytes they stand for. "/" opens the root
+ * itself. Retries the EAGAIN that openat2 gives when a rename raced the resolution. Returns an
+ * owned fd, or -1 with errno set. */
 int vfs_open_in_root(const struct vfs *v, const char *norm, uint64_t flags);
+
+/* The raw bytes of one escaped component name of a normalized path (for the *at() calls) into
+ * raw, of VFS_NAME_MAX + 1 bytes. 0, or -1 (errno EINVAL) for a name vfs_normalize did not
+ * make. */
+int vfs_raw_name(const char *name, char *raw);
 
 /* Fills err for the failure errno e of an operation on the VFS path vpath, in words a model can
  * act on ("/a/b: no such file or directory"). Never names a host path. */

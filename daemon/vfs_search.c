@@ -685,15 +685,19 @@ static void walk(struct search *s, int dfd, int depth)
         qsort_r(l.ents, l.n, sizeof(*l.ents), cmp_dent, l.arena);
     for (size_t i = 0; i < l.n && !s->stop; i++) {
         const char *name = l.arena + l.ents[i].off;
-        size_t len = strlen(name);
-        size_t sep = plen > 1 ? 1 : 0;
+        size_t sep = plen > 1 ? 1 : 0, len = VFS_ESCAPE_NOROOM;
 
-        if (plen + sep + len > VFS_PATH_MAX) {
+        /* The path as the tools name it: escaped (vfs.h, Names). */
+        if (plen + sep < VFS_PATH_MAX)
+            len =
+                vfs_escape(name, strlen(name), s->path + plen + sep, VFS_PATH_MAX + 1 - plen - sep);
+        if (len == VFS_ESCAPE_NOROOM) {
+            s->path[plen] = '\0';
             s->r->too_long++; /* no tool could address it either */
             continue;
         }
-        s->path[plen] = '/';
-        memcpy(s->path + plen + sep, name, len + 1);
+        if (sep)
+            s->path[plen] = '/';
         s->plen = plen + sep + len;
         if (l.ents[i].type == DT_REG) {
             scan_file_at(s, dfd, name);

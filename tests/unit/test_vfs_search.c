@@ -397,12 +397,18 @@ START_TEST(test_vfs_search_invalid_utf8_sanitized)
     ck_assert_str_eq(res.text, "/u.txt:1: bad \xef\xbf\xbd\xef\xbf\xbd ok \xc3\xa9 "
                                "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd needle\n");
 
-    /* File names too: an invalid byte or a newline would break the "path:line: text" lines. */
+    /* File names are escaped, as every VFS path (vfs.h, Names): valid UTF-8 on one line, and
+     * the same spelling the file tools take back. */
     ck_assert_int_eq(unlink(hp("ws/u.txt")), 0);
     put("ws/b\xff.txt", "needle\n");
     put("ws/n\nl.txt", "needle\n");
+    put("ws/s\\l.txt", "needle\n");
     run((struct vfs_search_opts){.query = "needle", .case_sensitive = true});
-    ck_assert_str_eq(res.text, "/b\xef\xbf\xbd.txt:1: needle\n/n\xef\xbf\xbdl.txt:1: needle\n");
+    ck_assert_str_eq(res.text, "/b\\xff.txt:1: needle\n/n\\x0al.txt:1: needle\n"
+                               "/s\\\\l.txt:1: needle\n");
+    /* A start path in that spelling searches that file. */
+    run((struct vfs_search_opts){.query = "needle", .path = "/b\\xFF.txt", .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/b\\xff.txt:1: needle\n");
 }
 END_TEST
 
