@@ -23,12 +23,9 @@
 #include "vfs.h"
 #include "vfs_int.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,30 +45,12 @@
 #define DEPTH_MAX           VFS_SEARCH_DEPTH_MAX /* the walk holds one fd per level */
 #define DENTS_BUF           (32u << 10)
 #define REGEX_META          ".[]()*+?{}|^$\\"
-#define LITS_MAX            8 /* most alternatives of a regex that get a prefilter literal */
-#define LIT_MIN             2 /* a 1-byte literal filters too little to pay for regex calls */
-/* The backtracking budget of one match: what a catastrophic pattern uses up in about 2 ms with
- * the JIT (the interpreter takes about 100 times longer per step, so it gets a tenth). */
-#define MATCH_LIMIT_JIT 1000000
-#define MATCH_LIMIT     100000
-#define DEPTH_LIMIT     10000
-#define HEAP_LIMIT_KIB  (20u << 10)
-#define JIT_STACK_MAX   (512u << 10)
-#define CANCEL_LINES    4096 /* lines searched between two polls of the cancel check */
+#define CANCEL_LINES        4096 /* lines searched between two polls of the cancel check */
 
 /* One directory entry of a walk: its name lives in the list's arena. */
 struct dent {
     size_t off;
     unsigned char type; /* DT_DIR, DT_REG, ... (never DT_UNKNOWN after collection) */
-};
-
-/* A literal to find, with the position of its next occurrence in the current region cached, so
- * that several literals can be searched for in one pass (the earliest one wins). */
-struct lit {
-    char *s; /* owned */
-    size_t n;
-    const char *hit; /* next occurrence at or after the last search start, if known */
-    bool known;      /* hit (or its absence, hit == NULL) is valid for this region */
 };
 
 struct dirlist {
@@ -87,22 +66,18 @@ struct search {
     size_t max_results, max_line;
     const char *ext; /* without a leading dot, or NULL */
     size_t ext_len;
-    bool use_regex;
-    pcre2_code *re;
-    pcre2_match_data *md;
-    pcre2_match_context *mctx;
-    pcre2_jit_stack *jit_stack;
+    struct vfs_rx *rx; /* the regex, or NULL for a literal search */
     const char *query; /* borrowed, for messages */
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;
     unsigned lines_since_poll;
-    uint64_t line0;            /* the number of the line the region being scanned starts with */
-    struct lit lits[LITS_MAX]; /* the literal query, or the regex's prefilter literals */
-    size_t nlits;              /* 0: a regex without a usable prefilter */
-    bool fold;                 /* the literals are ASCII-folded and matched against a folded copy */
-    char *buf, *fbuf;          /* file data and its folded copy (owned, reused) */
-    size_t cap;                /* bytes of data either holds; buf has one more */
-    size_t out_cap;            /* capacity of r->text */
+    uint64_t line0; /* the number of the line the region being scanned starts with */
+    struct vfs_lit lits[VFS_LITS_MAX]; /* the literal query, or the regex's prefilter literals */
+    size_t nlits;                      /* 0: a regex without a usable prefilter */
+    bool fold;        /* the literals are ASCII-folded and matched against a folded copy */
+    char *buf, *fbuf; /* file data and its folded copy (owned, reused) */
+    size_t cap;       /* bytes of data either holds; buf has one more */
+    size_t out_cap;   /* capacity of r->text */
     char path[VFS_PATH_MAX + 1];
     size_t plen;
     uint64_t dents[DENTS_BUF / 8]; /* getdents64 records; a level is read before descending */
@@ -239,7 +214,7 @@ static void emit(struct search *s, uint64_t line, const char *ls, const char *le
 /* ---- matching ---- */
 
 /* The first occurrence of l in [pos, end) of the buffer b, or NULL. */
-static const char *find_one(const struct search *s, const struct lit *l, const char *b,
+static const char *find_one(const struct search *s, const struct vfs_lit *l, const char *b,
                             const char *pos, const char *end)
 {
     const char *f;
@@ -258,7 +233,7 @@ static const char *find_any(struct search *s, const char *b, const char *pos, co
     const char *best = NULL;
 
     for (size_t i = 0; i < s->nlits; i++) {
-        struct lit *l = &s->lits[i];
+        struct vfs_lit *l = &s->lits[i];
 
         if (!l->known || (l->hit && l->hit < pos)) {
             l->hit = find_one(s, l, b, pos, end);
@@ -296,25 +271,10 @@ static void too_complex(struct search *s, const char *b, const char *ls)
     s->stop = s->failed = true;
 }
 
-/* Matches the regex in b[from..to) with subject b[subj..to) (so "^" and lookbehinds see no
- * further back than subj). 1 with the match in *so and *eo (offsets into b), 0 for none, -1 when
- * the match's budget ran out. */
 static int regex_at(struct search *s, const char *b, size_t subj, size_t from, size_t to,
                     size_t *so, size_t *eo)
 {
-    int rc = pcre2_match(s->re, (PCRE2_SPTR)(b + subj), to - subj, from - subj, 0, s->md, s->mctx);
-    PCRE2_SIZE *ov;
-
-    if (rc >= 0) {
-        ov = pcre2_get_ovector_pointer(s->md);
-        *so = subj + ov[0];
-        *eo = subj + ov[1];
-        return 1;
-    }
-    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
-        rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT)
-        return -1;
-    return 0; /* no match (or an error no subject can cause: invalid UTF-8 is allowed) */
+    return vfs_rx_match(s->rx, b, subj, from, to, so, eo);
 }
 
 /* The first line in [pos, end) that the regex matches within, line by line; NULL when none, or
@@ -389,7 +349,7 @@ static const char *find_in_region(struct search *s, const char *b, const char *p
 static const char *find(struct search *s, const char *b, const char *pos, const char *end,
                         size_t *mlen)
 {
-    if (!s->use_regex) {
+    if (!s->rx) {
         *mlen = s->lits[0].n;
         return find_any(s, b, pos, end);
     }
@@ -745,96 +705,22 @@ static void free_lits(struct search *s)
     s->nlits = 0;
 }
 
-/* Sets a prefilter literal for every alternative of q, or none when one alternative has no
- * usable literal: it is shorter than LIT_MIN, or not ASCII when caseless (only ASCII folds the
- * same way here as in the regex), or holds a newline (a match could span lines). */
-static int set_prefilter(struct search *s, const char *q, bool icase, char *alt, char *best,
-                         char *cur)
+static int compile_regex(struct search *s, const char *q, bool icase, struct errinfo *err)
 {
-    const char *starts[LITS_MAX];
-    size_t lens[LITS_MAX], n = vfs_regex_split(q, starts, lens, LITS_MAX);
+    int n;
 
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-
-        memcpy(alt, starts[i], lens[i]);
-        alt[lens[i]] = '\0';
-        len = vfs_regex_literal(alt, icase, best, cur);
-        if (len < LIT_MIN || (icase && !is_ascii(best)) || memchr(best, '\n', len)) {
-            free_lits(s);
-            return 0;
-        }
-        s->lits[i].s = strndup(best, len);
-        if (!s->lits[i].s)
-            return -1;
-        s->lits[i].n = len;
-        s->nlits = i + 1;
-        if (icase && has_ascii_letter(best))
-            s->fold = true;
+    s->rx = vfs_rx_new(q, icase, err);
+    if (!s->rx)
+        return -1;
+    n = vfs_regex_prefilter(q, icase, s->lits, &s->fold);
+    if (n < 0) {
+        errinfo_set(err, ERR_NOMEM, "search: out of memory");
+        return -1;
     }
+    s->nlits = (size_t)n;
     for (size_t i = 0; s->fold && i < s->nlits; i++)
         fold_ascii(s->lits[i].s, s->lits[i].s, s->lits[i].n);
     return 0;
-}
-
-/* The match limits, and the JIT where the library has one: a JIT stack big enough for sane
- * patterns (one that needs more gets PCRE2_ERROR_JIT_STACKLIMIT, "too complex"). */
-static int set_match_limits(struct search *s)
-{
-    bool jit = pcre2_jit_compile(s->re, PCRE2_JIT_COMPLETE) == 0;
-
-    s->md = pcre2_match_data_create_from_pattern(s->re, NULL);
-    s->mctx = pcre2_match_context_create(NULL);
-    if (!s->md || !s->mctx)
-        return -1;
-    pcre2_set_match_limit(s->mctx, jit ? MATCH_LIMIT_JIT : MATCH_LIMIT);
-    pcre2_set_depth_limit(s->mctx, DEPTH_LIMIT);
-    pcre2_set_heap_limit(s->mctx, HEAP_LIMIT_KIB);
-    if (jit) {
-        s->jit_stack = pcre2_jit_stack_create(32u << 10, JIT_STACK_MAX, NULL);
-        if (!s->jit_stack)
-            return -1;
-        pcre2_jit_stack_assign(s->mctx, NULL, s->jit_stack);
-    }
-    return 0;
-}
-
-static int compile_regex(struct search *s, const char *q, bool icase, struct errinfo *err)
-{
-    /* UTF: "." is a character and caseless matching is Unicode's; invalid UTF-8 in a file is
-     * simply never matched (MATCH_INVALID_UTF) instead of failing the search. \C (one byte)
-     * would break UTF, so it is refused. */
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE |
-                    PCRE2_NEVER_BACKSLASH_C | (icase ? PCRE2_CASELESS : 0);
-    size_t qlen = strlen(q);
-    PCRE2_SIZE at = 0;
-    char *alt, *best, *cur;
-    int code = 0, rc;
-
-    s->re = pcre2_compile((PCRE2_SPTR)q, qlen, opts, &code, &at, NULL);
-    if (!s->re) {
-        PCRE2_UCHAR msg[160];
-
-        pcre2_get_error_message(code, msg, sizeof(msg));
-        errinfo_set(err, ERR_INVALID, "search: bad regex \"%.60s\": %s at offset %zu", q,
-                    (const char *)msg, (size_t)at);
-        return -1;
-    }
-    s->use_regex = true;
-    if (set_match_limits(s) < 0) {
-        errinfo_set(err, ERR_NOMEM, "search: out of memory");
-        return -1;
-    }
-    alt = malloc(qlen + 1);
-    best = malloc(qlen + 1);
-    cur = malloc(qlen + 1);
-    rc = alt && best && cur ? set_prefilter(s, q, icase, alt, best, cur) : -1;
-    free(alt);
-    free(best);
-    free(cur);
-    if (rc < 0)
-        errinfo_set(err, ERR_NOMEM, "search: out of memory");
-    return rc;
 }
 
 /* Chooses the matcher: a regex without metacharacters runs as a literal. */
@@ -934,10 +820,7 @@ int vfs_search(struct vfs *v, const struct vfs_search_opts *opts, struct vfs_sea
 out:
     if (rc < 0)
         vfs_search_result_cleanup(out);
-    pcre2_code_free(s->re);
-    pcre2_match_data_free(s->md);
-    pcre2_match_context_free(s->mctx);
-    pcre2_jit_stack_free(s->jit_stack);
+    vfs_rx_free(s->rx);
     free_lits(s);
     free(s->buf);
     free(s->fbuf);

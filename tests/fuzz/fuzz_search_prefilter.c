@@ -2,9 +2,9 @@
  * (vfs_regex.c): the literals it takes from a PCRE2 pattern must never hide a matching line.
  *
  * Input: a flags byte (bit 0: caseless), then a pattern, a NUL, and a subject. When the pattern
- * compiles as search compiles it and every alternative yields a literal that search would use,
- * a line of the subject that the regex matches within must contain one of those literals (ASCII
- * case folded when caseless), or search would miss it. */
+ * compiles as search compiles it and vfs_regex_prefilter gives literals for it, a line of the
+ * subject that the regex matches within must contain one of those literals (ASCII case folded
+ * when it says so), or search would miss it. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
 #include <pcre2.h>
@@ -13,8 +13,6 @@
 #include <string.h>
 
 #include "vfs_int.h"
-
-#define ALTS 8
 
 static void check(int ok)
 {
@@ -41,32 +39,14 @@ static int contains(const char *s, size_t len, const char *lit, size_t n, int ic
     return 0;
 }
 
-/* The literals search would prefilter with (as set_prefilter picks them), or 0 for none. */
-static size_t literals(const char *pat, int icase, char lits[ALTS][1024], size_t *lens)
-{
-    const char *starts[ALTS];
-    size_t alens[ALTS], n = vfs_regex_split(pat, starts, alens, ALTS);
-    char alt[1024], cur[1024];
-
-    for (size_t i = 0; i < n; i++) {
-        memcpy(alt, starts[i], alens[i]);
-        alt[alens[i]] = '\0';
-        lens[i] = vfs_regex_literal(alt, icase != 0, lits[i], cur);
-        if (lens[i] < 2 || memchr(lits[i], '\n', lens[i]))
-            return 0;
-        for (size_t k = 0; icase && k < lens[i]; k++)
-            if ((unsigned char)lits[i][k] >= 0x80)
-                return 0;
-    }
-    return n;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char lits[ALTS][1024];
-    size_t lens[ALTS], n, plen;
+    struct vfs_lit lits[VFS_LITS_MAX];
+    bool fold = false;
+    int n;
+    size_t plen;
     const char *pat, *subj, *end;
     int icase, code;
     PCRE2_SIZE at;
@@ -83,15 +63,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0; /* no NUL: no subject */
     subj = pat + plen + 1;
     end = (const char *)data + size;
-    n = literals(pat, icase, lits, lens);
-    if (!n)
+    /* The literals search prefilters with (vfs_regex_prefilter, as vfs_search calls it). */
+    n = vfs_regex_prefilter(pat, icase != 0, lits, &fold);
+    if (n <= 0)
         return 0;
     re = pcre2_compile((PCRE2_SPTR)pat, plen,
                        PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE |
                            PCRE2_NEVER_BACKSLASH_C | (icase ? PCRE2_CASELESS : 0),
                        &code, &at, NULL);
-    if (!re)
+    if (!re) {
+        for (int i = 0; i < n; i++)
+            free(lits[i].s);
         return 0;
+    }
     md = pcre2_match_data_create_from_pattern(re, NULL);
     mc = pcre2_match_context_create(NULL);
     pcre2_set_match_limit(mc, 10000);
@@ -105,8 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (pcre2_match(re, (PCRE2_SPTR)ls, llen, 0, 0, md, mc) >= 0) {
             int found = 0;
 
-            for (size_t i = 0; i < n && !found; i++)
-                found = contains(ls, llen, lits[i], lens[i], icase);
+            for (int i = 0; i < n && !found; i++)
+                found = contains(ls, llen, lits[i].s, lits[i].n, fold);
             check(found);
         }
         ls = le + 1;
@@ -114,5 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pcre2_match_context_free(mc);
     pcre2_match_data_free(md);
     pcre2_code_free(re);
+    for (int i = 0; i < n; i++)
+        free(lits[i].s);
     return 0;
 }
