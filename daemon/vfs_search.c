@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,8 +262,9 @@ static bool poll_cancel(struct search *s)
 static void too_complex(struct search *s, const char *b, const char *ls)
 {
     char where[48];
+    uint64_t line = s->line0 + count_newlines(b, ls);
 
-    snprintf(where, sizeof(where), ":%llu", (unsigned long long)(s->line0 + count_newlines(b, ls)));
+    snprintf(where, sizeof(where), ":%" PRIu64, line);
     errinfo_set(s->err, ERR_INVALID,
                 "search: pattern too complex: \"%.60s\" needs more backtracking than allowed on "
                 "%.180s%s; simplify it (nested repeats such as (a*)* or (a+)+ are the usual "
