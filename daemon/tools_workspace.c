@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "call.h"
+#include "log.h"
 #include "quota.h"
 #include "utf8.h"
 #include "vfs.h"
@@ -493,8 +494,12 @@ int tools_search(const struct tools_ctx *ctx, struct call *call, const cJSON *ar
     o.regex = arg_bool(args, "regex", false);
     o.case_sensitive = arg_bool(args, "case_sensitive", true);
     o.max_results = (size_t)arg_u64(args, "max_results", 200);
-    if (vfs_search(ctx->vfs, &o, &r, err) < 0)
+    if (vfs_search(ctx->vfs, &o, &r, err) < 0) {
+        /* Nobody hears a cancelled call's answer: the log says that its work stopped. */
+        if (err->kind == ERR_CANCELLED)
+            log_info("search: call %s %s", call ? call_id(call) : "-", err->msg);
         goto out;
+    }
     if (r.matches == 0) {
         rc = search_empty(&o, &r, out, err);
         goto out;

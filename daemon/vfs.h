@@ -186,6 +186,7 @@ struct vfs_search_result {
     size_t len;
     size_t matches; /* lines reported */
     uint64_t files_scanned;
+    uint64_t bytes_scanned;  /* file data searched */
     uint64_t binary_skipped; /* files skipped because they look binary (a NUL in the first 8 KiB) */
     uint64_t
         dirs_too_deep; /* directories not entered: more than VFS_SEARCH_DEPTH_MAX levels down */

@@ -252,8 +252,10 @@ static bool poll_cancel(struct search *s)
 {
     if (s->stop || !s->cancelled || !s->cancelled(s->cancel_ctx))
         return s->stop;
-    errinfo_set(s->err, ERR_CANCELLED, "search: cancelled after %llu files",
-                (unsigned long long)s->r->files_scanned);
+    errinfo_set(s->err, ERR_CANCELLED,
+                "search: cancelled after %" PRIu64 " %s (%" PRIu64 " MiB read)",
+                s->r->files_scanned, s->r->files_scanned == 1 ? "file" : "files",
+                s->r->bytes_scanned >> 20);
     s->stop = s->failed = true;
     return true;
 }
@@ -394,6 +396,7 @@ static void scan_region(struct search *s, const char *b, size_t n, uint64_t *lin
     s->line0 = ln;
     if (poll_cancel(s))
         return;
+    s->r->bytes_scanned += n;
     if (s->fold)
         fold_ascii(s->fbuf, b, n);
     for (size_t i = 0; i < s->nlits; i++)
