@@ -359,6 +359,15 @@ int memusage_measure(pid_t bwrap, pid_t agent, bool exact, struct memusage *out)
         free(w.pids);
         return -1;
     }
+    /* The agent is the daemon's: a fork of it that holds the daemon's own pages (all of them
+     * under a sanitizer's shadow memory), which no command can add to. It is left out. */
+    for (size_t i = 0, k = 0, n = w.n; i < n; i++) {
+        if (agent > 0 && w.pids[i] == agent) {
+            w.n--;
+            continue;
+        }
+        w.pids[k++] = w.pids[i];
+    }
     add_pid(&w, bwrap);
     /* w.pids grows while it is walked: each process adds its children at the end. */
     for (size_t i = 0; i < w.n; i++) {

@@ -41,8 +41,8 @@ struct memusage {
 
 /* Measures the sandbox whose bwrap (the daemon's child) is bwrap: every descendant process, and
  * the tmpfs mounts of its pid namespace's init, the child of bwrap other than agent (the network
- * agent, or 0). exact chooses the reading. Returns 0, or -1 when bwrap has no such child (the
- * sandbox is gone or not yet up). */
+ * agent, or 0: a fork of the daemon, not counted). exact chooses the reading. Returns 0, or -1
+ * when bwrap has no such child (the sandbox is gone or not yet up). */
 int memusage_measure(pid_t bwrap, pid_t agent, bool exact, struct memusage *out);
 
 /* ---- pure parsers (unit-tested) ---- */
