@@ -184,6 +184,10 @@ static Suite *quota_suite(void)
 
     tcase_add_test(est, test_quota_grows_with_every_drop_of_free_space);
     suite_add_tcase(s, est);
+    /* Not a speed bound: 600 directory levels made and removed take seconds on a busy machine
+     * (Check's default of 4 s cut it off under test.sh's load). */
+    tcase_set_timeout(walk, 120);
+    tcase_set_timeout(res, 60);
     tcase_add_checked_fixture(walk, setup, teardown);
     tcase_add_test(walk, test_quota_walk_counts_blocks_and_hard_links_once);
     tcase_add_test(walk, test_quota_walk_reaches_any_depth);
