@@ -2,6 +2,8 @@
  * utf8_seq_len, is inline there so that hot loops in other files pay no call for it). */
 #include "utf8.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t utf8_valid_prefix(const char *str, size_t len)
@@ -76,4 +78,23 @@ size_t utf8_sanitize(char *dst, size_t max, const char *src, size_t n, bool no_c
     }
     *written = used;
     return i;
+}
+
+int utf8_make_valid(const char *s, size_t n, char **copy, size_t *copylen)
+{
+    size_t used = 0;
+
+    *copy = NULL;
+    *copylen = 0;
+    if (utf8_valid_prefix(s, n) == n && !memchr(s, '\0', n))
+        return 0;
+    if (n > SIZE_MAX / 3)
+        return -1;
+    *copy = malloc(3 * n + 1);
+    if (!*copy)
+        return -1;
+    utf8_sanitize(*copy, 3 * n, s, n, false, &used);
+    (*copy)[used] = '\0';
+    *copylen = used;
+    return 0;
 }

@@ -82,4 +82,9 @@ size_t utf8_cut(const char *s, size_t len);
 size_t utf8_sanitize(char *dst, size_t max, const char *src, size_t n, bool no_ctl,
                      size_t *written);
 
+/* Makes s[0..n) valid UTF-8 for sending: 0 with *copy NULL when it is valid already (nothing is
+ * copied: send s), or 0 with *copy an owned copy (free()) in which each byte that does not begin
+ * a valid character, and each NUL, is U+FFFD, and *copylen its length; -1 when out of memory. */
+int utf8_make_valid(const char *s, size_t n, char **copy, size_t *copylen);
+
 #endif /* COMMON_UTF8_H */

@@ -41,6 +41,8 @@
 #include "schema.h"
 #include "proc.h"
 #include "registry.h"
+#include "quota.h"
+#include "utf8.h"
 #include "tools.h"
 #include "watch.h"
 #include "bridge.h"
@@ -117,26 +119,37 @@ static bool stays_open(struct mg_connection *conn, const char *extra_name, const
 int api_send_json(struct mg_connection *conn, int status, const char *body, size_t len,
                   const char *extra_name, const char *extra_value)
 {
-    char out[8192], ka[40] = "";
+    static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
+    char out[8192], ka[40] = "", *valid = NULL;
+    size_t vlen = 0;
     int n;
 
     if (stays_open(conn, extra_name, extra_value))
         snprintf(ka, sizeof(ka), "Keep-Alive: timeout=%d\r\n", API_KEEPALIVE_MS / 1000);
+    /* Every byte sent is UTF-8: a command's output or a file name may not be, and cJSON passes
+     * such bytes through. Each bad byte becomes U+FFFD (names were escaped before, vfs.h). */
+    if (utf8_make_valid(body, len, &valid, &vlen) < 0) {
+        status = 503;
+        body = oom;
+        len = sizeof(oom) - 1;
+    } else if (valid) {
+        body = valid;
+        len = vlen;
+    }
     n = snprintf(out, sizeof(out),
                  "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                  "Date: %s\r\nCache-Control: no-store\r\n%s%s%s%s%s\r\n",
                  status, mg_get_response_code_text(conn, status), len, http_date(), ka,
                  extra_name ? extra_name : "", extra_name ? ": " : "",
                  extra_name ? extra_value : "", extra_name ? "\r\n" : "");
-    if (n < 0 || (size_t)n >= sizeof(out))
-        return status; /* cannot happen: every part is short */
-    if ((size_t)n + len <= sizeof(out)) {
+    if (n >= 0 && (size_t)n < sizeof(out) && (size_t)n + len <= sizeof(out)) {
         memcpy(out + n, body, len);
         mg_write(conn, out, (size_t)n + len);
-    } else {
+    } else if (n >= 0 && (size_t)n < sizeof(out)) {
         mg_write(conn, out, (size_t)n);
         mg_write(conn, body, len);
-    }
+    } /* else cannot happen: every part of the head is short */
+    free(valid);
     return status;
 }
 
@@ -326,6 +339,27 @@ static int handle_tools(struct api *a, struct mg_connection *conn)
     return status;
 }
 
+/* ,"workspace_quota":{"quota_mb":N,"used_mb":M} (M null until the first walk), or null. */
+static int put_quota_status(struct api *a, struct jsonbuf *b)
+{
+    struct quota *q = a->tools ? a->tools->quota : NULL;
+    uint64_t used = 0;
+    char text[128];
+    int n;
+
+    if (!quota_limit_mb(q))
+        return jsonbuf_puts(b, ",\"workspace_quota\":null", NULL);
+    if (quota_peek(q, &used) == 0)
+        n = snprintf(
+            text, sizeof(text), ",\"workspace_quota\":{\"quota_mb\":%llu,\"used_mb\":%llu}",
+            (unsigned long long)quota_limit_mb(q), (unsigned long long)((used + (1u << 19)) >> 20));
+    else
+        n = snprintf(text, sizeof(text),
+                     ",\"workspace_quota\":{\"quota_mb\":%llu,\"used_mb\":null}",
+                     (unsigned long long)quota_limit_mb(q));
+    return jsonbuf_put(b, text, (size_t)n, NULL);
+}
+
 static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
@@ -348,6 +382,7 @@ static int handle_health(struct api *a, struct mg_connection *conn)
                  a->allow_network ? "true" : "false");
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= put_sandbox_status(a, &b);
+    rc |= put_quota_status(a, &b);
     rc |= jsonbuf_put(&b, ",\"studio\":", 10, NULL);
     rc |= put_studio_status(a, &b);
     rc |= put_calls_status(a, &b);

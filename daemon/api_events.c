@@ -29,6 +29,7 @@
 #include "console.h"
 #include "events.h"
 #include "jsonbuf.h"
+#include "utf8.h"
 #include "log.h"
 #include "tools.h"
 #include "watch.h"
@@ -106,6 +107,21 @@ static int put_event(struct jsonbuf *b, const char *event, const char *id, const
     return rc ? -1 : 0;
 }
 
+/* Writes text that is to reach a client: UTF-8 whatever the bytes (each bad one is U+FFFD). */
+static int write_valid(struct mg_connection *conn, const char *text, size_t len)
+{
+    char *valid = NULL;
+    size_t vlen = 0;
+    int rc = utf8_make_valid(text, len, &valid, &vlen);
+
+    if (rc == 0 && valid)
+        rc = mg_write(conn, valid, vlen) == (int)vlen ? 0 : -1;
+    else if (rc == 0)
+        rc = mg_write(conn, text, len) == (int)len ? 0 : -1;
+    free(valid);
+    return rc;
+}
+
 int api_sse_event(struct mg_connection *conn, const char *event, const char *id, const char *data,
                   size_t len)
 {
@@ -113,7 +129,7 @@ int api_sse_event(struct mg_connection *conn, const char *event, const char *id,
     int rc = put_event(&b, event, id, data, len);
 
     if (rc == 0)
-        rc = mg_write(conn, b.data, b.len) == (int)b.len ? 0 : -1;
+        rc = write_valid(conn, b.data, b.len);
     jsonbuf_cleanup(&b);
     return rc;
 }
@@ -431,7 +447,7 @@ static void pump(struct api_events *ae, struct mg_connection *conn, struct strea
         for (struct item *it = batch, *next; it; it = next) {
             next = it->next;
             if (rc == 0 && !(it->console_id && it->console_id <= replayed))
-                rc = mg_write(conn, it->text, it->len) == (int)it->len ? 0 : -1;
+                rc = write_valid(conn, it->text, it->len);
             free(it);
         }
         pthread_mutex_lock(&s->mu);

@@ -25,7 +25,7 @@ static const char *const file_keys =
     "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
     "tools, http_threads, http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, "
     "mcp_session_idle_s, network, cache_dir, "
-    "checkpoint_dir, checkpoint_keep, exec_<limit>, mcpServers, servers";
+    "checkpoint_dir, checkpoint_keep, workspace_quota_mb, exec_<limit>, mcpServers, servers";
 
 /* The numeric server settings: a flag and a file key each, with their range. */
 static const struct num_setting {
@@ -41,6 +41,8 @@ static const struct num_setting {
     {"mcp_sessions", "--mcp-sessions", 1, 8192, offsetof(struct config, mcp_sessions)},
     {"mcp_session_idle_s", "--mcp-session-idle-s", 10, 7 * 86400,
      offsetof(struct config, mcp_session_idle_s)},
+    {"workspace_quota_mb", "--workspace-quota-mb", 0, 1 << 30,
+     offsetof(struct config, workspace_quota_mb)},
 };
 
 static const struct num_setting *find_num(const char *name, bool by_flag)
@@ -132,6 +134,7 @@ int config_init(struct config *cfg, const struct config_env *env, struct errinfo
     cfg->http_head_timeout_ms = CONFIG_HTTP_HEAD_TIMEOUT_MS_DEFAULT;
     cfg->http_body_timeout_ms = CONFIG_HTTP_BODY_TIMEOUT_MS_DEFAULT;
     cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
+    cfg->workspace_quota_mb = -1;
     cfg->mcp_session_idle_s = CONFIG_MCP_IDLE_S_DEFAULT;
     /* With neither XDG_DATA_HOME nor HOME there is no default workspace; config_validate says so
      * unless a flag or the file names one. */
@@ -937,6 +940,9 @@ const char *config_usage(void)
            "                      disappears with the daemon (default\n"
            "                      $XDG_DATA_HOME/runbox/workspace, i.e.\n"
            "                      ~/.local/share/runbox/workspace)\n"
+           "  --workspace-quota-mb N  MiB the workspace may take on disk; past it write_file\n"
+           "                      fails and an exec run is stopped (default 10240, or 2048\n"
+           "                      for :memory:; 0 = no quota)\n"
            "  --config FILE       JSON config file (default $XDG_CONFIG_HOME/runbox/config.json;\n"
            "                      a missing default file is fine)\n"
            "  --network MODE      exec's network: proxy (default: only through runboxd's\n"
@@ -976,8 +982,8 @@ const char *config_usage(void)
            "  --exec-timeout-ms N       exec: default wall-clock limit (60000)\n"
            "  --exec-timeout-max-ms N   exec: most a call may ask for (110000)\n"
            "  --exec-cpu-s N            exec: CPU seconds per process (600)\n"
-           "  --exec-memory-mb N        exec: memory of one sandbox (cgroup) or of each of\n"
-           "                            its processes (rlimit), MiB (2048)\n"
+           "  --exec-memory-mb N        exec: memory of one run as a whole (its processes,\n"
+           "                            /tmp, /dev/shm), MiB (2048)\n"
            "  --exec-procs N            exec: processes in one sandbox (256)\n"
            "  --exec-file-size-mb N     exec: largest file a command may write, MiB (256)\n"
            "  --exec-output-bytes N     exec: output kept per stream (1048576)\n"
@@ -991,10 +997,11 @@ const char *config_usage(void)
            "allow_network, log_level, user, fsync, cgroup, token_file, tools, http_threads,\n"
            "http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, mcp_session_idle_s,\n"
            "network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
-           "checkpoint_dir, checkpoint_keep, and exec_<limit> (e.g. \"exec_timeout_ms\":\n"
-           "90000). Flags beat the environment, which beats the file. Its \"mcpServers\"\n"
-           "(or \"servers\") object names external MCP servers whose tools runboxd serves\n"
-           "as <server>__<tool>; a bad entry is skipped with an error, the rest start.\n"
+           "checkpoint_dir, checkpoint_keep, workspace_quota_mb, and exec_<limit> (e.g.\n"
+           "\"exec_timeout_ms\": 90000). Flags beat the environment, which beats the file. Its\n"
+           "\"mcpServers\" (or \"servers\") object names external MCP servers whose tools\n"
+           "runboxd serves as <server>__<tool>; a bad entry is skipped with an error, the rest\n"
+           "start.\n"
            "\n"
            "Endpoints: POST /tool/<name> (JSON arguments), GET /tools, GET /health,\n"
            "GET /mcp-servers (the external servers' state),\n"

@@ -73,6 +73,9 @@ struct config {
     cJSON *mcp_servers; /* owned: {"mcpServers": ..., "servers": ...}, or NULL */
     char **mcp_configs; /* owned paths */
     size_t nmcp_configs;
+    /* --workspace-quota-mb, file key workspace_quota_mb: MiB the workspace may take on disk;
+     * 0 = no quota; -1 (unset) = the default for the kind of workspace (quota.h). */
+    int workspace_quota_mb;
 };
 
 #define CONFIG_HTTP_THREADS_DEFAULT         320

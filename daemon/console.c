@@ -148,16 +148,33 @@ static void drop_oldest(struct console *c)
     c->count--;
 }
 
-/* An owned, valid UTF-8 copy of msg[0..len), cut past CONSOLE_MSG_MAX bytes with a note. */
+/* An owned, valid UTF-8 copy of msg[0..len), cut past CONSOLE_MSG_MAX bytes with a note. The
+ * copy is as long as its text: an entry must cost what the byte bound counts, not the
+ * CONSOLE_MSG_MAX-sized buffer a message is cleaned in (that made the daemon's RSS grow by a
+ * page per exec until the ring was full: ~150 MB for 10 000 short entries). */
 static char *clean_copy(const char *msg, size_t len, size_t *out_len)
 {
-    char note[48];
-    size_t written = 0, used, room = CONSOLE_MSG_MAX;
-    char *buf = malloc(CONSOLE_MSG_MAX + sizeof(note));
+    char note[48], *buf, *fit;
+    size_t written = 0, used;
 
+    if (!msg) {
+        msg = "";
+        len = 0;
+    }
+    /* The usual message (short, valid, no NUL) is copied as it is. */
+    if (len <= CONSOLE_MSG_MAX && utf8_valid_prefix(msg, len) == len && !memchr(msg, '\0', len)) {
+        buf = malloc(len + 1);
+        if (!buf)
+            return NULL;
+        memcpy(buf, msg, len);
+        buf[len] = '\0';
+        *out_len = len;
+        return buf;
+    }
+    buf = malloc(CONSOLE_MSG_MAX + sizeof(note));
     if (!buf)
         return NULL;
-    used = utf8_sanitize(buf, room, msg ? msg : "", msg ? len : 0, false, &written);
+    used = utf8_sanitize(buf, CONSOLE_MSG_MAX, msg, len, false, &written);
     if (used < len) {
         int n = snprintf(note, sizeof(note), "\xE2\x80\xA6[cut %zu bytes]", len - used);
 
@@ -166,7 +183,8 @@ static char *clean_copy(const char *msg, size_t len, size_t *out_len)
     }
     buf[written] = '\0';
     *out_len = written;
-    return buf;
+    fit = realloc(buf, written + 1);
+    return fit ? fit : buf;
 }
 
 static int64_t now_ms(void)

@@ -162,7 +162,7 @@ struct argv_build {
     const char *v[ARGV_MAX];
     size_t n;
     bool overflow;
-    char nums[4][24];          /* formatted numbers (tmp size, uid, gid) */
+    char nums[4][24];          /* formatted numbers (tmp size, uid, gid, shm size) */
     char paths[4][16];         /* "/bin" ... */
     char chdir[32 + 4096 + 8]; /* /workspace/<cwd> */
     char *links;               /* owned: "workspace/<name>\0/<name>\0" for each root link */
@@ -238,9 +238,19 @@ static void add_filesystem(struct argv_build *b, const struct exec_spec *s)
         add3(b, "--ro-bind-try", etc_files[i], etc_files[i]);
     add(b, "--proc");
     add(b, "/proc");
+    /* /dev is bwrap's tmpfs of device nodes: read-only, with a /dev/shm of its own size, so no
+     * tmpfs a command can write is unbounded (an unsized one takes up to half the RAM). */
     add(b, "--dev");
     add(b, "/dev");
-    snprintf(b->nums[0], sizeof(b->nums[0]), "%llu", (unsigned long long)s->tmp_mb << 20);
+    /* tmpfs takes size 0 for "no limit": a zero in the spec is 1 MiB instead. */
+    snprintf(b->nums[3], sizeof(b->nums[3]), "%llu",
+             (unsigned long long)(s->shm_mb ? s->shm_mb : 1) << 20);
+    add3(b, "--size", b->nums[3], "--tmpfs");
+    add(b, "/dev/shm");
+    add(b, "--remount-ro");
+    add(b, "/dev");
+    snprintf(b->nums[0], sizeof(b->nums[0]), "%llu",
+             (unsigned long long)(s->tmp_mb ? s->tmp_mb : 1) << 20);
     add3(b, "--size", b->nums[0], "--tmpfs");
     add(b, "/tmp");
     /* The package caches persist outside the workspace; HOME is /tmp, so these are where npm
@@ -338,9 +348,11 @@ char **exec_build_argv(const struct exec_spec *s, struct errinfo *err)
         errinfo_set(err, ERR_INVALID, "cwd %.100s is not a normalized workspace path", s->cwd);
         goto out;
     }
-    add3(b, "--chdir", b->chdir, "--unshare-all");
-    if (s->allow_network)
-        add(b, "--share-net");
+    /* Every namespace of --unshare-all but IPC, which the daemon's child made before bwrap
+     * started, with System V shared memory bounded (proc_spawn.c). */
+    add3(b, "--chdir", b->chdir, "--unshare-pid");
+    add3(b, "--unshare-uts", "--unshare-cgroup-try",
+         s->allow_network ? "--share-net" : "--unshare-net");
     snprintf(b->nums[1], sizeof(b->nums[1]), "%u", s->uid);
     snprintf(b->nums[2], sizeof(b->nums[2]), "%u", s->gid);
     add3(b, "--unshare-user", "--uid", b->nums[1]);
@@ -390,6 +402,8 @@ static const char *kill_reason(const struct exec_outcome *o)
 
     if (o->memory_limit)
         return "memory limit";
+    if (o->quota_exceeded)
+        return "workspace quota";
     if (o->output_limit)
         return "output limit (it kept printing far past the limit)";
     if (o->timed_out)
@@ -436,7 +450,10 @@ char *exec_format_text(const struct exec_outcome *o, size_t *len)
         NOTE("[exit code %d]", o->exit_code);
     if (o->out_dropped || o->err_dropped)
         NOTE("[output truncated]");
-    if (reason)
+    if (reason && o->quota_exceeded && !o->memory_limit)
+        NOTE("[killed: workspace is full (quota %" PRIu64 " MiB, used %" PRIu64 " MiB)]",
+             o->quota_mb, o->quota_used_mb);
+    else if (reason)
         NOTE("[killed: %s]", reason);
 #undef NOTE
     jsonbuf_put(&b, "", 0, NULL); /* an empty result is "" rather than NULL */

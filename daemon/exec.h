@@ -82,7 +82,8 @@ struct exec_spec {
     bool allow_network; /* keep the network namespace bwrap starts in (--share-net) */
     bool proxy;         /* set the proxy variables (the egress proxy at 127.0.0.1:3128) */
     const char *npm_cache, *pip_cache; /* host dirs bound at /tmp/.npm, /tmp/.cache/pip; or NULL */
-    uint32_t tmp_mb;
+    uint32_t tmp_mb;                   /* size of /tmp */
+    uint32_t shm_mb;                   /* size of /dev/shm (the memory limit) */
     /* How /bin, /lib, /lib64 and /sbin exist on the host: EXEC_SYSDIR_* each. */
     unsigned char sysdir[4];
     unsigned uid, gid; /* the ids the command sees */
@@ -97,11 +98,12 @@ struct exec_spec {
  * tmp usr workspace), which keep the system's meaning. Pure. */
 bool exec_root_name_ok(const char *name);
 
-/* Builds bwrap's argv (layout B: tmpfs root, read-only system dirs, a curated /etc, the
- * workspace read-write at /workspace and the cwd there, and a symlink at the root for each of
- * root_names, so /x is the workspace's /x as for the file tools). Returns an owned NULL-terminated
- * array whose strings live in the same allocation (free the array with free()), or NULL with
- * err set (ERR_NOMEM, or ERR_INVALID for a cwd that does not fit). */
+/* Builds bwrap's argv (layout B: tmpfs root, read-only system dirs, a curated /etc, a read-only
+ * /dev with a /dev/shm of shm_mb, a /tmp of tmp_mb, the workspace read-write at /workspace and the
+ * cwd there; every namespace new but IPC, which the caller makes; and a symlink at the root for
+ * each of root_names, so /x is the workspace's /x as for the file tools). Returns an owned
+ * NULL-terminated array whose strings live in the same allocation (free the array with free()), or
+ * NULL with err set (ERR_NOMEM, or ERR_INVALID for a cwd that does not fit). */
 char **exec_build_argv(const struct exec_spec *s, struct errinfo *err);
 
 /* How a run ended, and what it printed. */
@@ -118,6 +120,8 @@ struct exec_outcome {
     uint64_t out_dropped, err_dropped; /* bytes over the limit that were dropped */
     bool memory_limit;                 /* the memory limit killed it (cgroup OOM) */
     bool cancelled;                    /* its caller cancelled the call (proc_cancel) */
+    bool quota_exceeded;               /* stopped because the workspace passed its quota */
+    uint64_t quota_mb, quota_used_mb;  /* that quota, and the usage then */
 };
 
 /* The signal that ended the command, as "SIGKILL" etc., or NULL (a normal exit, or a status
@@ -125,8 +129,9 @@ struct exec_outcome {
 const char *exec_signal_name(const struct exec_outcome *o);
 
 /* The result text: stdout, then "[stderr]" and stderr when there is any, then the notes
- * "[exit code N]", "[timed out after N ms]", "[output truncated]", "[killed: ...]", each on a
- * line of its own. Returns an owned NUL-terminated string (free()) and its length, or NULL. */
+ * "[exit code N]", "[timed out after N ms]", "[output truncated]", "[killed: ...]" ("[killed:
+ * workspace is full (quota N MiB, used M MiB)]" for the quota), each on a line of its own. Returns
+ * an owned NUL-terminated string (free()) and its length, or NULL. */
 char *exec_format_text(const struct exec_outcome *o, size_t *len);
 
 /* The same facts as JSON: {pid, exit_code, stdout, stderr, duration_ms, timed_out, truncated,

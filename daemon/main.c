@@ -38,6 +38,7 @@
 #include "portfwd.h"
 #include "privdrop.h"
 #include "proc.h"
+#include "quota.h"
 #include "resources.h"
 #include "strfmt.h"
 #include "registry.h"
@@ -302,9 +303,18 @@ static cJSON *net_status(void *ctx)
     return g->egress ? egress_json(g->egress) : NULL;
 }
 
+/* --workspace-quota-mb, or the default for the kind of workspace. */
+static uint64_t quota_mb(const struct config *cfg)
+{
+    if (cfg->workspace_quota_mb >= 0)
+        return (uint64_t)cfg->workspace_quota_mb;
+    return strcmp(cfg->workspace, VFS_MEMORY) == 0 ? QUOTA_DEFAULT_MEMORY_MB : QUOTA_DEFAULT_MB;
+}
+
 static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct console *console,
                                struct cgroup *cg, const struct hosttools *ht, struct netglue *net,
-                               const struct caches *caches, struct errinfo *err)
+                               const struct caches *caches, struct quota *quota,
+                               struct errinfo *err)
 {
     const char *npm = caches->npm, *pip = caches->pip;
     struct proc_options popt = {
@@ -322,6 +332,7 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
         .console = console,
         .cgroup = cg,
         .tools = ht,
+        .quota = quota,
     };
     struct proc *p;
 
@@ -422,10 +433,11 @@ static void publish_console(void *arg, const struct console_entry_view *e)
  * view of its own catalog, whose exec description names the installed programs. */
 static int serve(const struct config *cfg, const struct catalog *cat, struct vfs *v,
                  struct console *console, struct cgroup *cg, const struct caches *caches,
-                 const sigset_t *stop)
+                 struct quota *quota, const sigset_t *stop)
 {
     /* Without a bridge (out of memory) the Studio tools say it is not running. */
-    struct tools_ctx tools = {.vfs = v, .console = console, .bridge = bridge_new(NULL, NULL)};
+    struct tools_ctx tools = {
+        .vfs = v, .console = console, .bridge = bridge_new(NULL, NULL), .quota = quota};
     struct api_options opt = {
         .bind = cfg->bind,
         .port = cfg->port,
@@ -483,7 +495,7 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     net.events = tools.events;
     net.watch = tools.watch;
     tools.proc = tools.watch && (cfg->net.mode == NETPOLICY_FULL || net.egress) && net.portfwd
-                     ? start_exec(cfg, v, console, cg, &ht, &net, caches, &err)
+                     ? start_exec(cfg, v, console, cg, &ht, &net, caches, quota, &err)
                      : NULL;
     tools.registry = tools.proc ? start_registry(cfg, &tools, opt.catalog, &err) : NULL;
     opt.calls = tools.registry ? call_service_new(&copt, &err) : NULL;
@@ -547,6 +559,7 @@ int main(int argc, char *argv[])
     struct cgroup *cg = NULL;
     struct caches caches = {.store_fd = -1};
     struct catalog *cat = NULL;
+    struct quota *quota = NULL;
     sigset_t stop;
     int status;
 
@@ -600,8 +613,15 @@ int main(int argc, char *argv[])
         status = fail(1, &err);
         goto out;
     }
-    status = serve(&cfg, cat, v, console, cg, &caches, &stop);
+    /* The workspace quota; its first walk runs on the exec watchdog's thread, not here. */
+    quota = quota_new(vfs_root_fd(v), quota_mb(&cfg), &err);
+    if (!quota) {
+        status = fail(1, &err);
+        goto out;
+    }
+    status = serve(&cfg, cat, v, console, cg, &caches, quota, &stop);
 out:
+    quota_free(quota);
     catalog_free(cat);
     free(caches.npm);
     free(caches.pip);

@@ -1,21 +1,18 @@
-/* daemon/proc.c - the exec engine's registry and supervisor thread (see proc.h).
+/* daemon/proc.c - the exec engine's public side (see proc.h): making, submitting and waiting for
+ * jobs, the sandbox check at start-up and the facts for /health. The supervisor thread that runs
+ * the jobs is proc_super.c.
  *
- * A job moves QUEUED -> RUNNING -> EXITED or KILLED. Handlers append jobs and wait on p->cond;
- * only the supervisor starts, reads, signals on deadlines, reaps and frees jobs, so a job
- * pointer held by the supervisor stays valid across its unlocked poll(). The console is called
- * with the proc lock held (lock order: proc, then console; the console never calls back). */
+ * Handlers append jobs and wait on p->cond; only the supervisor starts, reads, signals, reaps and
+ * frees jobs. Nothing here calls the console or does I/O with the lock held. */
 #include "proc.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,10 +22,9 @@
 #include "log.h"
 #include "netpolicy.h"
 #include "proc_int.h"
+#include "quota.h"
 
-#define PROC_KEEP_FINISHED 100 /* finished runs process_list still shows */
-#define PROC_QUEUE_MAX     64  /* foreground runs waiting for a slot */
-#define PROC_READ_CHUNK    (64u << 10)
+#define PROC_QUEUE_MAX 64 /* foreground runs waiting for a slot */
 
 void proc_wake(struct proc *p)
 {
@@ -37,172 +33,7 @@ void proc_wake(struct proc *p)
     (void)!write(p->wake[1], &c, 1);
 }
 
-/* ---- output ---- */
-
-/* Takes one line from the run's console bucket (PROC_CONSOLE_BURST, PROC_CONSOLE_RATE). Once
- * the bucket runs dry the run stays muted until it is half full again, so a steady flood gives
- * one note every few seconds rather than a note per refilled line. */
-static bool console_admit(struct job *j, int64_t now)
-{
-    if (j->console_tokens >= PROC_CONSOLE_BURST) {
-        j->console_refill_ms = now; /* full: the time spent full earns nothing */
-    } else {
-        int64_t earned = (now - j->console_refill_ms) * PROC_CONSOLE_RATE / 1000;
-
-        if (earned > 0) {
-            j->console_tokens = earned >= PROC_CONSOLE_BURST - j->console_tokens
-                                    ? PROC_CONSOLE_BURST
-                                    : j->console_tokens + (uint32_t)earned;
-            j->console_refill_ms = now;
-        }
-    }
-    if (j->console_muted && j->console_tokens < PROC_CONSOLE_BURST / 2) {
-        j->console_dropped++;
-        return false;
-    }
-    j->console_muted = false;
-    if (!j->console_tokens) {
-        j->console_muted = true;
-        j->console_dropped++;
-        return false;
-    }
-    j->console_tokens--;
-    return true;
-}
-
-/* The entry that says how many lines the bucket left out, once per gap. */
-static void console_dropped_note(struct proc *p, struct job *j)
-{
-    if (j->console_dropped && p->console)
-        console_appendf(p->console, CONSOLE_WARN, CONSOLE_SRC_EXEC, j->id,
-                        "[process %" PRIu64 ": %" PRIu64 " output lines not shown here (more than "
-                        "%d lines a second); the command's own result has its output]",
-                        j->id, j->console_dropped, PROC_CONSOLE_RATE);
-    j->console_dropped = 0;
-}
-
-static void console_line(struct proc *p, struct job *j, int idx, const char *s, size_t n,
-                         int64_t now)
-{
-    if (!p->console || !console_admit(j, now))
-        return;
-    console_dropped_note(p, j);
-    console_append(p->console, idx == 0 ? CONSOLE_LOG : CONSOLE_WARN, CONSOLE_SRC_EXEC, j->id, NULL,
-                   0, s, n);
-}
-
-/* Sends the complete lines of data to the console, keeping a partial last line. */
-static void stream_lines(struct proc *p, struct job *j, int idx, const char *data, size_t n,
-                         int64_t now)
-{
-    struct proc_stream *s = &j->s[idx];
-
-    for (size_t i = 0; i < n; i++) {
-        if (data[i] == '\n' || s->line_len == sizeof(s->line)) {
-            console_line(p, j, idx, s->line, s->line_len, now);
-            s->line_len = 0;
-            if (data[i] == '\n')
-                continue;
-        }
-        s->line[s->line_len++] = data[i];
-    }
-}
-
-static void stream_flush(struct proc *p, struct job *j, int idx)
-{
-    if (j->s[idx].line_len)
-        console_line(p, j, idx, j->s[idx].line, j->s[idx].line_len, proc_mono_ms());
-    j->s[idx].line_len = 0;
-}
-
-/* Keeps the last cap bytes of everything appended to buf (*len bytes used). */
-static void keep_last(char *buf, size_t cap, size_t *len, const char *data, size_t n)
-{
-    if (n >= cap) {
-        memcpy(buf, data + n - cap, cap);
-        *len = cap;
-        return;
-    }
-    if (*len + n > cap) {
-        size_t drop = *len + n - cap;
-        memmove(buf, buf + drop, *len - drop);
-        *len -= drop;
-    }
-    memcpy(buf + *len, data, n);
-    *len += n;
-}
-
-/* Keeps what fits under the output limit (foreground runs), drops the rest, and stops a run that
- * goes on printing long after the limit (`yes`), so it does not spin until its timeout. */
-static void stream_keep(struct proc *p, struct job *j, int idx, const char *data, size_t n)
-{
-    struct proc_stream *s = &j->s[idx];
-    size_t limit = p->lim.output_bytes, room = s->len < limit ? limit - s->len : 0;
-    size_t take = n < room ? n : room;
-
-    if (take && !s->buf)
-        s->buf = malloc(limit);
-    if (take && s->buf) {
-        memcpy(s->buf + s->len, data, take);
-        s->len += take;
-    }
-    s->dropped += n - take;
-    if (s->dropped > 4 * (uint64_t)limit && !j->output_limit && j->pid > 0) {
-        j->output_limit = true;
-        proc_kill_job(j);
-    }
-}
-
-/* Reads what is there; returns false at EOF or error (the fd is then closed). */
-static bool stream_read(struct proc *p, struct job *j, int idx)
-{
-    char buf[PROC_READ_CHUNK];
-    struct proc_stream *s = &j->s[idx];
-    int64_t now = proc_mono_ms();
-
-    for (int rounds = 0; rounds < 16; rounds++) {
-        ssize_t n = read(s->fd, buf, sizeof(buf));
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return true;
-        if (n <= 0) {
-            close(s->fd);
-            s->fd = -1;
-            return false;
-        }
-        if (!j->background)
-            stream_keep(p, j, idx, buf, (size_t)n);
-        if (idx == 1)
-            keep_last(j->tail, sizeof(j->tail), &j->tail_len, buf, (size_t)n);
-        keep_last(j->recent, sizeof(j->recent), &j->recent_len, buf, (size_t)n);
-        stream_lines(p, j, idx, buf, (size_t)n, now);
-    }
-    return true;
-}
-
-static void feed_stdin(struct job *j)
-{
-    while (j->in_fd >= 0 && j->in_off < j->in_len) {
-        ssize_t n = write(j->in_fd, j->in_data + j->in_off, j->in_len - j->in_off);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return;
-        if (n < 0)
-            break; /* EPIPE: the command stopped reading */
-        j->in_off += (size_t)n;
-    }
-    if (j->in_fd >= 0)
-        close(j->in_fd);
-    j->in_fd = -1;
-}
-
-/* ---- job life ---- */
-
-static void free_job(struct job *j)
+void proc_free_job(struct job *j)
 {
     free(j->command);
     free(j->argv);
@@ -210,303 +41,6 @@ static void free_job(struct job *j)
     free(j->s[0].buf);
     free(j->s[1].buf);
     free(j);
-}
-
-/* The console's error entry: the last stderr lines (at most the tail) after a headline. */
-static void console_failure(struct proc *p, struct job *j)
-{
-    const char *t = j->tail;
-    size_t n = j->tail_len;
-
-    if (!p->console)
-        return;
-    /* Start at a line boundary when the tail was cut. */
-    if (n == PROC_TAIL) {
-        const char *nl = memchr(t, '\n', n);
-        if (nl && (size_t)(nl - t) + 1 < n) {
-            n -= (size_t)(nl - t) + 1;
-            t = nl + 1;
-        }
-    }
-    while (n && t[n - 1] == '\n')
-        n--;
-    if (j->timed_out)
-        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
-                        "process %" PRIu64 " timed out after %" PRIu32 " ms%s%.*s", j->id,
-                        j->timeout_ms, n ? ":\n" : "", (int)n, t);
-    else if (j->memory_limit)
-        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
-                        "process %" PRIu64 ": a command hit the memory limit (%" PRIu32
-                        " MiB) and was killed; exit code %d%s%.*s",
-                        j->id, p->lim.memory_mb, j->exit_code, n ? ":\n" : "", (int)n, t);
-    else
-        console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_EXEC, j->id,
-                        "process %" PRIu64 " failed with exit code %d%s%.*s", j->id, j->exit_code,
-                        n ? ":\n" : "", (int)n, t);
-}
-
-static void finish(struct proc *p, struct job *j, int status)
-{
-    j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    j->duration_ms = proc_mono_ms() - j->start_mono;
-    j->state = j->killed || j->timed_out || j->output_limit ? JOB_KILLED : JOB_EXITED;
-    for (int i = 0; i < 2; i++) {
-        /* What is buffered now is the end of it: a writer that outlived bwrap (it should not)
-         * must not keep the supervisor here. */
-        if (j->s[i].fd >= 0 && stream_read(p, j, i) && j->s[i].fd >= 0) {
-            close(j->s[i].fd);
-            j->s[i].fd = -1;
-        }
-        stream_flush(p, j, i);
-    }
-    console_dropped_note(p, j);
-    if (j->in_fd >= 0)
-        close(j->in_fd);
-    j->in_fd = -1;
-    close(j->pidfd);
-    j->pidfd = -1;
-    /* Whatever the first process left behind goes now; the OOM killer's count is final. */
-    j->memory_limit = cgroup_run_end(p->cg, j->id, j->cg_fd);
-    j->cg_fd = -1;
-    if (j->memory_limit && j->state == JOB_EXITED)
-        j->state = JOB_KILLED;
-    if (p->net.ended)
-        p->net.ended(p->net.ctx, j->id);
-    if (j->background)
-        p->running_bg--;
-    else
-        p->running_fg--;
-    if ((j->exit_code != 0 || j->memory_limit) && !j->killed)
-        console_failure(p, j);
-    else if (j->background && p->console)
-        console_appendf(p->console, CONSOLE_INFO, CONSOLE_SRC_EXEC, j->id,
-                        "process %" PRIu64 " %s (exit code %d)", j->id,
-                        j->killed ? "was killed" : "exited", j->exit_code);
-    j->done = true;
-    pthread_cond_broadcast(&p->cond);
-}
-
-static void start(struct proc *p, struct job *j)
-{
-    struct errinfo err = {0};
-
-    j->start_mono = proc_mono_ms();
-    j->started_ms = proc_wall_ms();
-    j->console_tokens = PROC_CONSOLE_BURST;
-    j->console_refill_ms = j->start_mono;
-    if (proc_spawn(p, j, &err) < 0) {
-        j->spawn_err = err;
-        j->state = JOB_EXITED;
-        j->exit_code = -1;
-        j->done = true;
-        log_warn("exec: process %" PRIu64 " could not start: %s", j->id, err.msg);
-        if (p->console)
-            console_appendf(p->console, CONSOLE_ERROR, CONSOLE_SRC_DAEMON, j->id, "%s", err.msg);
-        pthread_cond_broadcast(&p->cond);
-        return;
-    }
-    free(j->argv);
-    j->argv = NULL;
-    j->state = JOB_RUNNING;
-    if (j->background)
-        p->running_bg++;
-    else
-        p->running_fg++;
-    if (j->timeout_ms)
-        j->deadline = j->start_mono + j->timeout_ms;
-    feed_stdin(j);
-    pthread_cond_broadcast(&p->cond); /* proc_start waits for this */
-}
-
-static void start_queued(struct proc *p)
-{
-    for (struct job *j = p->jobs; j && p->queued; j = j->next) {
-        if (j->state != JOB_QUEUED)
-            continue;
-        if (!j->background && p->running_fg >= p->lim.concurrent_max)
-            continue;
-        p->queued--;
-        start(p, j);
-    }
-}
-
-/* Frees the oldest finished jobs past PROC_KEEP_FINISHED that nobody waits for. */
-static void prune(struct proc *p)
-{
-    size_t finished = 0;
-    struct job **link = &p->jobs;
-
-    for (struct job *j = p->jobs; j; j = j->next)
-        finished += j->done && !j->waiting;
-    while (*link && finished > PROC_KEEP_FINISHED) {
-        struct job *j = *link;
-
-        if (j->done && !j->waiting) {
-            *link = j->next;
-            if (p->last == j)
-                p->last = NULL;
-            free_job(j);
-            finished--;
-            continue;
-        }
-        link = &j->next;
-    }
-    if (!p->last)
-        for (struct job *j = p->jobs; j; j = j->next)
-            p->last = j;
-}
-
-static void check_deadlines(struct proc *p, int64_t now)
-{
-    for (struct job *j = p->jobs; j; j = j->next) {
-        if (j->state != JOB_RUNNING)
-            continue;
-        if (j->deadline && now >= j->deadline) {
-            j->timed_out = true;
-            j->deadline = 0;
-            proc_kill_job(j);
-        }
-        if (j->kill_at && now >= j->kill_at) {
-            j->kill_at = 0;
-            proc_kill_job(j);
-        }
-    }
-}
-
-static int poll_timeout(struct proc *p, int64_t now)
-{
-    int64_t next = -1;
-
-    for (struct job *j = p->jobs; j; j = j->next) {
-        if (j->state != JOB_RUNNING)
-            continue;
-        if (j->deadline && (next < 0 || j->deadline < next))
-            next = j->deadline;
-        if (j->kill_at && (next < 0 || j->kill_at < next))
-            next = j->kill_at;
-    }
-    if (next < 0)
-        return -1;
-    return next <= now ? 0 : (int)(next - now > 60000 ? 60000 : next - now);
-}
-
-struct pollset {
-    struct pollfd *fds;
-    struct job **jobs;
-    int *what; /* 0, 1: stream; 2: stdin; 3: pidfd; -1: the wake pipe */
-    size_t n, cap;
-};
-
-static void pollset_add(struct pollset *ps, int fd, short events, struct job *j, int what)
-{
-    if (ps->n == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 32;
-        struct pollfd *f = realloc(ps->fds, cap * sizeof(*f));
-        struct job **jj = f ? realloc(ps->jobs, cap * sizeof(*jj)) : NULL;
-        int *w = jj ? realloc(ps->what, cap * sizeof(*w)) : NULL;
-
-        if (f)
-            ps->fds = f;
-        if (jj)
-            ps->jobs = jj;
-        if (!w)
-            return; /* out of memory: this fd waits for the next round */
-        ps->what = w;
-        ps->cap = cap;
-    }
-    ps->fds[ps->n] = (struct pollfd){.fd = fd, .events = events};
-    ps->jobs[ps->n] = j;
-    ps->what[ps->n++] = what;
-}
-
-static void build_pollset(struct proc *p, struct pollset *ps)
-{
-    ps->n = 0;
-    pollset_add(ps, p->wake[0], POLLIN, NULL, -1);
-    for (struct job *j = p->jobs; j; j = j->next) {
-        if (j->state != JOB_RUNNING)
-            continue;
-        for (int i = 0; i < 2; i++)
-            if (j->s[i].fd >= 0)
-                pollset_add(ps, j->s[i].fd, POLLIN, j, i);
-        if (j->in_fd >= 0)
-            pollset_add(ps, j->in_fd, POLLOUT, j, 2);
-        pollset_add(ps, j->pidfd, POLLIN, j, 3);
-    }
-}
-
-static void handle_events(struct proc *p, struct pollset *ps)
-{
-    char drain[64];
-
-    for (size_t i = 0; i < ps->n; i++) {
-        struct job *j = ps->jobs[i];
-        int status = 0;
-
-        if (!ps->fds[i].revents)
-            continue;
-        if (ps->what[i] < 0) {
-            while (read(p->wake[0], drain, sizeof(drain)) > 0)
-                ;
-        } else if (j->state != JOB_RUNNING) {
-            continue;
-        } else if (ps->what[i] < 2) {
-            if (j->s[ps->what[i]].fd >= 0)
-                stream_read(p, j, ps->what[i]);
-        } else if (ps->what[i] == 2) {
-            feed_stdin(j);
-        } else if (waitpid(j->pid, &status, WNOHANG) == j->pid) {
-            finish(p, j, status);
-        }
-    }
-}
-
-static bool any_running(struct proc *p)
-{
-    return p->running_fg + p->running_bg > 0;
-}
-
-static void *supervisor(void *arg)
-{
-    struct proc *p = arg;
-    struct pollset ps = {0};
-
-    pthread_mutex_lock(&p->lock);
-    for (;;) {
-        int timeout;
-
-        if (p->stopping) {
-            for (struct job *j = p->jobs; j; j = j->next)
-                if (j->state == JOB_RUNNING && !j->killed) {
-                    j->killed = true;
-                    proc_kill_job(j);
-                }
-            if (!any_running(p))
-                break;
-        } else {
-            start_queued(p);
-        }
-        prune(p);
-        build_pollset(p, &ps);
-        timeout = poll_timeout(p, proc_mono_ms());
-        pthread_mutex_unlock(&p->lock);
-        /* The cgroups of the runs that just ended, now that their waiters were woken; one
-         * still busy for a moment is retried soon. */
-        if (cgroup_tidy(p->cg) && (timeout < 0 || timeout > 1))
-            timeout = 1;
-        if (poll(ps.fds, ps.n, timeout) < 0 && errno != EINTR)
-            usleep(10000);
-        pthread_mutex_lock(&p->lock);
-        handle_events(p, &ps);
-        check_deadlines(p, proc_mono_ms());
-    }
-    p->stopped = true;
-    pthread_cond_broadcast(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    free(ps.fds);
-    free(ps.jobs);
-    free(ps.what);
-    return NULL;
 }
 
 /* ---- public API ---- */
@@ -522,10 +56,15 @@ static int ensure_std_fds(void)
 static int make_job(struct proc *p, const struct proc_request *r, bool background, struct job **out,
                     struct errinfo *err);
 
-/* Runs `true` in the sandbox once; the cause of a failure becomes the sandbox's reason. */
+/* Runs a first command in the sandbox: the cause of a failure becomes the sandbox's reason. It
+ * reads the sandbox's kernel.shm_rmid_forced with shell builtins only (no binary it might lack):
+ * "1" says the System V limits of proc_spawn.c took. */
 static void probe_sandbox(struct proc *p)
 {
-    struct proc_request r = {.command = "true", .cwd = "/", .timeout_ms = 20000};
+    struct proc_request r = {
+        .command = "{ read x </proc/sys/kernel/shm_rmid_forced; } 2>/dev/null; echo \"shm=$x\"",
+        .cwd = "/",
+        .timeout_ms = 20000};
     struct proc_result res = {0};
     struct errinfo err = {0};
 
@@ -539,7 +78,8 @@ static void probe_sandbox(struct proc *p)
             n--;
         p->available = false;
         errinfo_set(&p->why, ERR_UNAVAILABLE,
-                    "exec is unavailable: the sandbox check (bwrap ... true) failed with exit "
+                    "exec is unavailable: the sandbox check (a first command in bwrap) failed "
+                    "with exit "
                     "code %d: %.*s%s",
                     res.o.exit_code, n, res.o.err ? res.o.err : "",
                     strstr(res.o.err ? res.o.err : "", "namespace")
@@ -547,6 +87,11 @@ static void probe_sandbox(struct proc *p)
                           "user.max_user_namespaces=15000; on Ubuntu "
                           "kernel.apparmor_restrict_unprivileged_userns=0)"
                         : "");
+    } else {
+        p->sysv_bounded = res.o.out && strncmp(res.o.out, "shm=1", 5) == 0;
+        if (!p->sysv_bounded)
+            log_warn("exec: this kernel does not let runboxd bound System V shared memory in a "
+                     "sandbox (kernel.shmall, shm_rmid_forced); it is bounded by cgroups only");
     }
     proc_result_cleanup(&res);
 }
@@ -572,23 +117,30 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     p->console = opt->console;
     p->cg = opt->cgroup;
     p->tools = opt->tools;
+    p->quota = opt->quota;
     p->self = getpid();
     p->next_id = 1;
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&p->cond, &ca);
+    pthread_cond_init(&p->watch_cond, &ca);
     pthread_condattr_destroy(&ca);
     if (ensure_std_fds() < 0 || pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
         errinfo_sys(err, "exec: cannot set up the supervisor's pipes");
         goto fail;
     }
     proc_probe_host(p, opt->bwrap);
-    if (pthread_create(&p->thread, NULL, supervisor, p) != 0) {
+    if (pthread_create(&p->thread, NULL, proc_supervisor, p) != 0) {
         errinfo_set(err, ERR_INTERNAL, "exec: cannot start the supervisor thread");
         goto fail;
     }
     p->thread_started = true;
+    if (pthread_create(&p->watch_thread, NULL, proc_watchdog, p) != 0) {
+        errinfo_set(err, ERR_INTERNAL, "exec: cannot start the watchdog thread");
+        goto fail;
+    }
+    p->watch_started = true;
     if (p->available)
         probe_sandbox(p);
     if (!p->available) {
@@ -610,6 +162,7 @@ void proc_shutdown(struct proc *p)
         return;
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
+    pthread_cond_signal(&p->watch_cond);
     proc_wake(p);
     while (!p->stopped)
         pthread_cond_wait(&p->cond, &p->lock);
@@ -625,6 +178,9 @@ void proc_shutdown(struct proc *p)
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
     p->thread_started = false;
+    if (p->watch_started)
+        pthread_join(p->watch_thread, NULL);
+    p->watch_started = false;
 }
 
 void proc_free(struct proc *p)
@@ -645,13 +201,14 @@ void proc_free(struct proc *p)
     while (p->jobs) {
         struct job *j = p->jobs;
         p->jobs = j->next;
-        free_job(j);
+        proc_free_job(j);
     }
     if (p->wake[0] >= 0)
         close(p->wake[0]);
     if (p->wake[1] >= 0)
         close(p->wake[1]);
     pthread_cond_destroy(&p->cond);
+    pthread_cond_destroy(&p->watch_cond);
     pthread_mutex_destroy(&p->lock);
     free(p->bwrap);
     free(p->npm_cache);
@@ -700,8 +257,9 @@ cJSON *proc_sandbox_json(struct proc *p)
          (p->available ? cJSON_AddNullToObject(j, "reason") != NULL
                        : cJSON_AddStringToObject(j, "reason", p->why.msg) != NULL) &&
          cJSON_AddBoolToObject(j, "network", p->net.mode == NETPOLICY_FULL) &&
-         cJSON_AddStringToObject(j, "memory", cgroup_has_memory(p->cg) ? "cgroup" : "rlimit") &&
+         cJSON_AddStringToObject(j, "memory", cgroup_has_memory(p->cg) ? "cgroup" : "watchdog") &&
          cJSON_AddStringToObject(j, "procs", cgroup_has_pids(p->cg) ? "cgroup" : "rlimit") &&
+         cJSON_AddBoolToObject(j, "sysv_shm_bounded", p->sysv_bounded) &&
          add_cgroup_json(j, p->cg) && cJSON_AddNumberToObject(l, "timeout_ms", p->lim.timeout_ms) &&
          cJSON_AddNumberToObject(l, "timeout_max_ms", p->lim.timeout_max_ms) &&
          cJSON_AddNumberToObject(l, "cpu_s", p->lim.cpu_s) &&
@@ -809,6 +367,7 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
         .npm_cache = p->npm_cache,
         .pip_cache = p->pip_cache,
         .tmp_mb = p->lim.tmp_mb,
+        .shm_mb = p->lim.memory_mb,
         .uid = (unsigned)p->uid,
         .gid = (unsigned)p->gid,
         .net_env = net_env,
@@ -841,7 +400,7 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
 fail:
     free(root);
     if (j)
-        free_job(j);
+        proc_free_job(j);
     return -1;
 }
 
@@ -874,9 +433,6 @@ static int submit(struct proc *p, struct job *j, struct errinfo *err)
     else
         p->jobs = j;
     p->last = j;
-    if (p->console)
-        console_appendf(p->console, CONSOLE_INFO, CONSOLE_SRC_EXEC, j->id, "$ %s%s", j->command,
-                        j->background ? "   (background)" : "");
     proc_wake(p);
     return 0;
 }
@@ -895,8 +451,8 @@ static void cancel_job(struct proc *p, struct job *j)
     if (j->done || j->cancelled)
         return;
     j->cancelled = true;
-    j->killed = true;
     if (j->state == JOB_QUEUED) {
+        j->killed = true;
         p->queued--;
         j->state = JOB_KILLED;
         j->exit_code = -1;
@@ -904,21 +460,22 @@ static void cancel_job(struct proc *p, struct job *j)
         pthread_cond_broadcast(&p->cond);
         return;
     }
-    if (j->state == JOB_RUNNING)
-        proc_kill_job(j);
+    /* A started run: the supervisor kills it (never a handler, see proc_super.c). */
+    j->kill_sig = SIGKILL;
     proc_wake(p);
 }
 
-/* The latest complete lines of j's output into buf (lock held). */
+/* The latest complete lines of j's output, as the supervisor last published them, into buf
+ * (lock held). */
 static void recent_lines(const struct job *j, char *buf, size_t size)
 {
-    const char *t = j->recent, *end = j->recent + j->recent_len;
+    const char *t = j->recent_pub, *end = j->recent_pub + j->recent_pub_len;
     const char *nl;
     size_t n;
 
     /* Start after the first newline when the start was cut, and end at the last one. */
-    if (j->recent_len == sizeof(j->recent)) {
-        nl = memchr(t, '\n', j->recent_len);
+    if (j->recent_pub_len == sizeof(j->recent_pub)) {
+        nl = memchr(t, '\n', j->recent_pub_len);
         if (nl)
             t = nl + 1;
     }
@@ -960,7 +517,7 @@ static void wait_run(struct proc *p, struct job *j, const struct proc_request *r
 }
 
 /* Moves j's outcome into out (under the lock). */
-static void collect(struct job *j, struct proc_result *out)
+static void collect(struct job *j, const struct quota *quota, struct proc_result *out)
 {
     out->out = j->s[0].buf;
     out->err = j->s[1].buf;
@@ -975,6 +532,9 @@ static void collect(struct job *j, struct proc_result *out)
         .output_limit = j->output_limit,
         .memory_limit = j->memory_limit,
         .cancelled = j->cancelled,
+        .quota_exceeded = j->quota_exceeded,
+        .quota_mb = quota_limit_mb(quota),
+        .quota_used_mb = (j->quota_used + (1u << 19)) >> 20,
         .out = out->out,
         .err = out->err,
         .out_len = j->s[0].len,
@@ -1001,7 +561,7 @@ int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *o
     pthread_mutex_lock(&p->lock);
     if (submit(p, j, err) < 0) {
         pthread_mutex_unlock(&p->lock);
-        free_job(j);
+        proc_free_job(j);
         return -1;
     }
     if (r->ticket) {
@@ -1013,7 +573,7 @@ int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *o
     if (j->spawn_err.kind != ERR_NONE) {
         *err = j->spawn_err;
     } else {
-        collect(j, out);
+        collect(j, p->quota, out);
         rc = 0;
     }
     j->waiting--;
@@ -1048,12 +608,12 @@ int proc_start(struct proc *p, const struct proc_request *r, uint64_t *pid, stru
     pthread_mutex_lock(&p->lock);
     if (submit(p, j, err) < 0) {
         pthread_mutex_unlock(&p->lock);
-        free_job(j);
+        proc_free_job(j);
         return -1;
     }
     /* Wait until it started, so a failure to start is reported here. */
     j->waiting++;
-    while (j->state == JOB_QUEUED && !j->done)
+    while ((j->state == JOB_QUEUED || j->state == JOB_STARTING) && !j->done)
         pthread_cond_wait(&p->cond, &p->lock);
     j->waiting--;
     *pid = j->id;

@@ -32,14 +32,15 @@
 struct cgroup;
 struct console;
 struct hosttools;
+struct quota;
 
 /* The sandboxes' network (netpolicy.h modes). In "proxy" and "none" each sandbox gets a network
  * namespace of its own, made by its setup process, which also leaves behind a tiny agent in
  * that namespace: on request (one byte on the agent socket, '4' or '6') it answers with a new
  * unconnected TCP socket of that namespace (SCM_RIGHTS), which is how the daemon connects into
  * the sandbox (port forwards). In "proxy" the setup process also hands over a listener on the
- * namespace's 127.0.0.1:3128 (egress.h). The hooks are called by the supervisor with the proc
- * lock held (lock order: proc, then the callee's lock, then the console). */
+ * namespace's 127.0.0.1:3128 (egress.h). The hooks are called by the supervisor without the
+ * proc lock (the callee's lock, then the console, may be taken). */
 struct proc_net {
     int mode; /* enum netpolicy_mode */
     void *ctx;
@@ -68,6 +69,7 @@ struct proc_options {
     struct console *console;       /* borrowed, may be NULL */
     struct cgroup *cgroup;         /* borrowed, may be NULL (rlimits only); outlives the proc */
     const struct hosttools *tools; /* borrowed, may be NULL; shown in /health (sandbox.tools) */
+    struct quota *quota;           /* borrowed, may be NULL (no quota); outlives the proc */
 };
 
 struct proc; /* opaque */

@@ -15,6 +15,7 @@ static const char *state_name(const struct job *j)
     switch (j->state) {
     case JOB_QUEUED:
         return "queued";
+    case JOB_STARTING:
     case JOB_RUNNING:
         return "running";
     case JOB_EXITED:
@@ -43,7 +44,8 @@ static cJSON *job_json(const struct job *j, int64_t now)
     cJSON *o = cJSON_CreateObject();
     char ts[64];
     bool ended = j->state == JOB_EXITED || j->state == JOB_KILLED;
-    int64_t dur = ended ? j->duration_ms : j->state == JOB_RUNNING ? now - j->start_mono : 0;
+    bool live = j->state == JOB_STARTING || j->state == JOB_RUNNING;
+    int64_t dur = ended ? j->duration_ms : live ? now - j->start_mono : 0;
 
     iso_time(j->started_ms, ts, sizeof(ts));
     if (o && cJSON_AddNumberToObject(o, "pid", (double)j->id) &&
@@ -88,19 +90,6 @@ struct job *proc_find_job(struct proc *p, uint64_t id)
     return NULL;
 }
 
-/* Delivers a polite signal to the command's process group inside the sandbox. bwrap (our child)
- * runs the namespace's init, whose child is the command, a session and group leader
- * (--new-session). Returns false when the command cannot be found. */
-static bool signal_command(pid_t bwrap, pid_t agent, int sig)
-{
-    pid_t init = proc_child_of(bwrap, agent);
-    pid_t cmd = init > 0 ? proc_child_of(init, 0) : -1;
-
-    if (cmd <= 0)
-        return false;
-    return kill(-cmd, sig) == 0 || kill(cmd, sig) == 0;
-}
-
 int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct errinfo *err)
 {
     struct job *j;
@@ -115,17 +104,16 @@ int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct 
                     "no process %" PRIu64 " (process_list shows the known ones)", pid);
         return -1;
     }
-    if (j->state != JOB_RUNNING) {
+    if (j->state != JOB_RUNNING && j->state != JOB_STARTING) {
         errinfo_set(err, ERR_INVALID, "process %" PRIu64 " is not running (%s, exit code %d)", pid,
                     state_name(j), j->exit_code);
         pthread_mutex_unlock(&p->lock);
         return -1;
     }
-    j->killed = true;
-    if (sig == SIGKILL || !signal_command(j->pid, j->agent, sig))
-        proc_kill_job(j);
-    else
-        j->kill_at = proc_mono_ms() + PROC_KILL_GRACE_MS_INT;
+    /* The supervisor carries it out (and SIGKILLs after a grace period); a SIGKILL asked for
+     * earlier is not softened by a later TERM. */
+    if (j->kill_sig != SIGKILL)
+        j->kill_sig = sig;
     j->waiting++;
     proc_wake(p);
     until.tv_sec = (time_t)(deadline / 1000);

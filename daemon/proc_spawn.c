@@ -257,6 +257,18 @@ static void child_limits(const struct exec_limits *l, bool memory_rlimit)
         child_fail(STEP_RLIMIT);
 }
 
+/* System V shared memory of the sandbox (its IPC namespace is this one): at most the memory
+ * limit, and a segment goes when its last process detaches (shm_rmid_forced), so none can hold
+ * memory that no process maps and the memory watchdog cannot see. The IPC sysctls are the
+ * namespace owner's to set, which is us as uid 0 here (uid_map maps 0 to the daemon's user).
+ * A kernel that does not let them be set leaves the defaults: the sandbox check says so. */
+static void child_ipc_limits(const struct proc *p)
+{
+    (void)!write_str("/proc/sys/kernel/shmmax", p->shm_max);
+    (void)!write_str("/proc/sys/kernel/shmall", p->shm_all);
+    (void)!write_str("/proc/sys/kernel/shm_rmid_forced", "1");
+}
+
 static _Noreturn void child_main(const struct proc *p, char **argv, const struct child_fds *f,
                                  bool memory_rlimit)
 {
@@ -275,12 +287,14 @@ static _Noreturn void child_main(const struct proc *p, char **argv, const struct
     child_limits(&p->lim, memory_rlimit);
     /* After dropping root the process is not dumpable, which makes /proc/self/uid_map root's. */
     prctl(PR_SET_DUMPABLE, 1);
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | (f->ctl >= 0 ? CLONE_NEWNET : 0)) < 0)
+    /* The user namespace is made first, so it owns the mount, IPC and network namespaces. */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | (f->ctl >= 0 ? CLONE_NEWNET : 0)) < 0)
         child_fail(STEP_USERNS);
     if (write_str("/proc/self/setgroups", "deny") < 0 ||
         write_str("/proc/self/uid_map", p->uid_map) < 0 ||
         write_str("/proc/self/gid_map", p->gid_map) < 0)
         child_fail(STEP_IDMAP);
+    child_ipc_limits(p);
     /* Only now: entering the user namespace changed the credentials, which clears the
      * parent-death signal. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -400,7 +414,9 @@ static pid_t start_child(struct proc *p, struct job *j, const struct child_fds *
         log_warn("cgroup: %s; turning cgroups off", why);
         cgroup_run_end(p->cg, j->id, j->cg_fd);
         j->cg_fd = -1;
+        pthread_mutex_lock(&p->lock);
         cgroup_disable(p->cg, why);
+        pthread_mutex_unlock(&p->lock);
     }
     pid = fork();
     if (pid == 0)
@@ -642,8 +658,14 @@ void proc_probe_host(struct proc *p, const char *bwrap)
     p->bwrap = bwrap ? strdup(bwrap) : find_on_path("bwrap");
     p->uid = getuid();
     p->gid = getgid();
-    snprintf(p->uid_map, sizeof(p->uid_map), "%u %u 1\n", (unsigned)p->uid, (unsigned)p->uid);
-    snprintf(p->gid_map, sizeof(p->gid_map), "%u %u 1\n", (unsigned)p->gid, (unsigned)p->gid);
+    /* Root in the child's namespace is the daemon's user: it may then set the IPC limits; bwrap
+     * maps the command's ids onto it in a namespace of its own. */
+    snprintf(p->uid_map, sizeof(p->uid_map), "0 %u 1\n", (unsigned)p->uid);
+    snprintf(p->gid_map, sizeof(p->gid_map), "0 %u 1\n", (unsigned)p->gid);
+    snprintf(p->shm_max, sizeof(p->shm_max), "%llu\n", (unsigned long long)p->lim.memory_mb << 20);
+    snprintf(p->shm_all, sizeof(p->shm_all), "%llu\n",
+             ((unsigned long long)p->lim.memory_mb << 20) /
+                 (unsigned long long)sysconf(_SC_PAGESIZE));
     p->available = false;
     if (!p->bwrap || access(p->bwrap, X_OK) < 0) {
         errinfo_set(&p->why, ERR_UNAVAILABLE,
@@ -673,6 +695,16 @@ void proc_kill_job(struct job *j)
 {
     cgroup_run_kill(j->cg_fd);
     proc_kill_sandbox(j->pid, j->agent);
+}
+
+bool proc_signal_command(pid_t bwrap, pid_t agent, int sig)
+{
+    pid_t init = proc_child_of(bwrap, agent);
+    pid_t cmd = init > 0 ? proc_child_of(init, 0) : -1;
+
+    if (cmd <= 0)
+        return false;
+    return kill(-cmd, sig) == 0 || kill(cmd, sig) == 0;
 }
 
 void proc_kill_sandbox(pid_t bwrap, pid_t agent)

@@ -129,12 +129,17 @@ static bool uri_char_ok(unsigned char c)
            (c && strchr("-._~/!$&'()*+,;=:@", c));
 }
 
-char *resources_file_uri(const char *path)
+char *resources_file_uri(const char *vpath)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(path);
-    char *out = malloc(7 + 3 * n + 1), *o;
+    char path[VFS_PATH_MAX + 1];
+    size_t n = vfs_unescape(vpath, strlen(vpath), path, sizeof(path), NULL);
+    char *out, *o;
 
+    /* A URI holds the name's bytes, %-encoded: the VFS path's escapes are undone first. */
+    if (n == VFS_ESCAPE_NOROOM)
+        return NULL;
+    out = malloc(7 + 3 * n + 1);
     if (!out)
         return NULL;
     memcpy(out, "file://", 7);
@@ -167,6 +172,7 @@ static int hexval(char c)
 
 int resources_uri_path(const char *uri, char *path, size_t size, struct errinfo *err)
 {
+    char raw[VFS_PATH_MAX + 1];
     const char *s;
     size_t o = 0;
 
@@ -192,13 +198,17 @@ int resources_uri_path(const char *uri, char *path, size_t size, struct errinfo 
         } else if (c == '?' || c == '#') {
             break; /* a query or fragment names nothing in a file */
         }
-        if (o + 1 >= size) {
+        if (o + 1 >= sizeof(raw)) {
             errinfo_set(err, ERR_INVALID, "resource URI %.100s...: the path is too long", uri);
             return -1;
         }
-        path[o++] = (char)c;
+        raw[o++] = (char)c;
     }
-    path[o] = '\0';
+    /* The bytes as a VFS path: escaped where they are not UTF-8 text (vfs.h, Names). */
+    if (vfs_escape(raw, o, path, size) == VFS_ESCAPE_NOROOM) {
+        errinfo_set(err, ERR_INVALID, "resource URI %.100s...: the path is too long", uri);
+        return -1;
+    }
     return 0;
 }
 

@@ -47,11 +47,13 @@ const char *resources_mime_for_name(const char *name, bool *binary);
  * cut is true) and no NUL. */
 bool resources_is_text(const char *data, size_t len, bool cut);
 
-/* The file:/// URI of a VFS path. Returns an owned string (free) or NULL (no memory). */
+/* The file:/// URI of a VFS path (escaped, vfs.h): the name's bytes %-encoded. Returns an owned
+ * string (free) or NULL (no memory). */
 char *resources_file_uri(const char *path);
 
-/* The VFS path a file:/// URI names, percent-decoded, into path (size >= 4097). ERR_INVALID
- * for anything else. */
+/* The VFS path a file:/// URI names, percent-decoded and then escaped as VFS paths are (vfs.h,
+ * Names), into path (size >= 4097). ERR_INVALID for anything else, or for a path whose escaped
+ * form does not fit. */
 int resources_uri_path(const char *uri, char *path, size_t size, struct errinfo *err);
 
 /* The opaque cursor that resumes after the VFS path `after`. Owned (free) or NULL. */

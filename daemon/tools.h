@@ -22,6 +22,7 @@ struct vfs;
 struct console;
 struct proc;
 struct bridge;
+struct quota;
 struct call;
 struct events;
 struct watch;
@@ -43,6 +44,7 @@ struct tools_ctx {
     struct portfwd *portfwd; /* port forwards into the sandboxes (expose_port, exec ports) */
     struct checkpoint *checkpoints; /* the workspace's checkpoint store */
     struct registry *registry;      /* the external MCP servers (registry.h), or NULL */
+    struct quota *quota;            /* the workspace quota, or NULL for none */
 };
 
 struct tools_result {

@@ -202,7 +202,7 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
     struct exec_env env[EXEC_ENV_MAX];
     struct proc_request r = {0};
     struct proc_result res = {0};
-    char norm[VFS_PATH_MAX + 1];
+    char norm[VFS_PATH_MAX + 1], raw_cwd[VFS_PATH_MAX + 1];
     const struct exec_limits *lim;
     size_t len = 0;
     char *text, *notes;
@@ -230,7 +230,12 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
                           err) < 0)
         return -1;
     r.command = cmd->valuestring;
-    r.cwd = norm;
+    /* bwrap changes into the bytes the escapes stand for (vfs.h, Names). */
+    if (vfs_unescape(norm, strlen(norm), raw_cwd, sizeof(raw_cwd), NULL) == VFS_ESCAPE_NOROOM) {
+        errinfo_set(err, ERR_INVALID, "cwd %.200s is not a normalized workspace path", norm);
+        return -1;
+    }
+    r.cwd = raw_cwd;
     r.timeout_ms = cJSON_IsNumber(tmo) ? (uint32_t)tmo->valuedouble : 0;
     r.env = env;
     if (cJSON_IsString(in)) {

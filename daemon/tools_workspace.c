@@ -12,6 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "call.h"
+#include "log.h"
+#include "quota.h"
 #include "utf8.h"
 #include "vfs.h"
 #include "watch.h"
@@ -281,7 +284,7 @@ int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON
     char *decoded = NULL;
     const char *data = cJSON_IsString(content) ? content->valuestring : "";
     size_t len = strlen(data);
-    bool created = false;
+    bool created = false, written;
     cJSON *res = NULL;
     int rc = -1;
 
@@ -293,7 +296,12 @@ int tools_write_file(const struct tools_ctx *ctx, struct call *call, const cJSON
             goto out;
         data = decoded;
     }
-    if (vfs_write(ctx->vfs, norm, data, len, &created, err) < 0)
+    /* All of it: the old file and the new one both exist until the rename. */
+    if (quota_reserve(ctx->quota, len, err) < 0)
+        goto out;
+    written = vfs_write(ctx->vfs, norm, data, len, &created, err) == 0;
+    quota_release(ctx->quota, len, written);
+    if (!written)
         goto out;
     if (created)
         watch_resources_changed(ctx->watch);
@@ -431,43 +439,67 @@ int tools_remove(const struct tools_ctx *ctx, struct call *call, const cJSON *ar
 
 /* ---- search ---- */
 
+/* What the walk left out, as "; N directories deeper than 256 levels not searched (...)", or "". */
+static void skipped_note(const struct vfs_search_result *r, char *buf, size_t size)
+{
+    int n = 0;
+
+    buf[0] = '\0';
+    if (r->dirs_too_deep)
+        n = snprintf(buf, size,
+                     "; %" PRIu64 " %s deeper than %d levels not searched (give a path inside "
+                     "to search there)",
+                     r->dirs_too_deep, r->dirs_too_deep == 1 ? "directory" : "directories",
+                     VFS_SEARCH_DEPTH_MAX);
+    if (r->too_long && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n,
+                 "; %" PRIu64 " %s with a path over %d bytes left out (no tool can name them)",
+                 r->too_long, r->too_long == 1 ? "entry" : "entries", VFS_PATH_MAX);
+}
+
 static int search_empty(const struct vfs_search_opts *o, const struct vfs_search_result *r,
                         struct tools_result *out, struct errinfo *err)
 {
-    char msg[1600];
+    char msg[1900], binary[64] = "", skipped[256];
     int n;
 
     if (r->binary_skipped)
-        n = snprintf(msg, sizeof(msg),
-                     "no matches for \"%.1000s\" under %.200s (%" PRIu64 " %s searched, %" PRIu64
-                     " binary skipped)",
-                     o->query, o->path, r->files_scanned, r->files_scanned == 1 ? "file" : "files",
-                     r->binary_skipped);
-    else
-        n = snprintf(msg, sizeof(msg),
-                     "no matches for \"%.1000s\" under %.200s (%" PRIu64 " %s searched)", o->query,
-                     o->path, r->files_scanned, r->files_scanned == 1 ? "file" : "files");
+        snprintf(binary, sizeof(binary), ", %" PRIu64 " binary skipped", r->binary_skipped);
+    skipped_note(r, skipped, sizeof(skipped));
+    n = snprintf(msg, sizeof(msg),
+                 "no matches for \"%.1000s\" under %.200s (%" PRIu64 " %s searched%s%s)", o->query,
+                 o->path, r->files_scanned, r->files_scanned == 1 ? "file" : "files", binary,
+                 skipped);
     return set_text(out, msg, n > 0 ? strlen(msg) : 0, NULL, 0, err);
+}
+
+/* The search's cancel check: the call service's token. */
+static bool search_cancelled(void *ctx)
+{
+    return call_is_cancelled(ctx);
 }
 
 int tools_search(const struct tools_ctx *ctx, struct call *call, const cJSON *args,
                  struct tools_result *out, struct errinfo *err)
 {
-    struct vfs_search_opts o = {0};
+    struct vfs_search_opts o = {.cancelled = search_cancelled, .cancel_ctx = call};
     struct vfs_search_result r = {0};
-    char note[160];
+    char note[512], skipped[256];
     int nl = 0, rc = -1;
     size_t len;
 
-    (void)call;
     o.query = arg_str(args, "query", "");
     o.path = tools_workspace_alias(arg_str(args, "path", "/"));
     o.ext = arg_str(args, "ext", NULL);
     o.regex = arg_bool(args, "regex", false);
     o.case_sensitive = arg_bool(args, "case_sensitive", true);
     o.max_results = (size_t)arg_u64(args, "max_results", 200);
-    if (vfs_search(ctx->vfs, &o, &r, err) < 0)
+    if (vfs_search(ctx->vfs, &o, &r, err) < 0) {
+        /* Nobody hears a cancelled call's answer: the log says that its work stopped. */
+        if (err->kind == ERR_CANCELLED)
+            log_info("search: call %s %s", call ? call_id(call) : "-", err->msg);
         goto out;
+    }
     if (r.matches == 0) {
         rc = search_empty(&o, &r, out, err);
         goto out;
@@ -475,11 +507,14 @@ int tools_search(const struct tools_ctx *ctx, struct call *call, const cJSON *ar
     len = r.len;
     if (len > 0 && r.text[len - 1] == '\n')
         len--; /* the note (if any) brings its own line break */
+    skipped_note(&r, skipped, sizeof(skipped));
     if (r.truncated)
         nl = snprintf(note, sizeof(note),
                       "\n[truncated: showing the first %zu matches; narrow path or raise "
                       "max_results]",
                       r.matches);
+    else if (skipped[0])
+        nl = snprintf(note, sizeof(note), "\n[not searched: %s]", skipped + 2);
     rc = set_text(out, r.text, len, note, (size_t)(nl > 0 ? nl : 0), err);
 out:
     vfs_search_result_cleanup(&r);

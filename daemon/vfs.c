@@ -43,8 +43,31 @@ struct vfs {
 
 /* ---- paths ---- */
 
+/* One component start[0..len) of a tool path, unescaped into raw (VFS_NAME_MAX + 1 bytes).
+ * Returns its raw length, or -1 with err set. */
+static long component_raw(const char *in, const char *start, size_t len, char *raw,
+                          struct errinfo *err)
+{
+    const char *bad = NULL;
+    size_t n = vfs_unescape(start, len, raw, VFS_NAME_MAX + 1, &bad);
+
+    if (n != VFS_ESCAPE_NOROOM)
+        return (long)n;
+    if (bad)
+        errinfo_set(err, ERR_INVALID,
+                    "path \"%.160s\" has a '\\' that starts no escape; workspace paths use '/', "
+                    "and in a name \\\\ stands for a backslash and \\xHH for a byte (not 00 or "
+                    "2f) that is not UTF-8",
+                    in);
+    else
+        errinfo_set(err, ERR_INVALID, "path has a component longer than %d bytes: \"%.40s...\"",
+                    VFS_NAME_MAX, start);
+    return -1;
+}
+
 int vfs_normalize(const char *in, char *out, size_t outsz, struct errinfo *err)
 {
+    char raw[VFS_NAME_MAX + 1];
     size_t limit, n = 0;
     const char *p = in;
 
@@ -57,14 +80,11 @@ int vfs_normalize(const char *in, char *out, size_t outsz, struct errinfo *err)
                     "path is empty; give an absolute workspace path such as \"/src/main.js\"");
         return -1;
     }
-    if (strchr(in, '\\')) {
-        errinfo_set(err, ERR_INVALID, "path \"%.160s\" contains '\\'; workspace paths use '/'", in);
-        return -1;
-    }
     limit = outsz - 1 < VFS_PATH_MAX ? outsz - 1 : VFS_PATH_MAX;
     while (*p) {
         const char *start;
-        size_t len;
+        size_t len, esc;
+        long rlen;
 
         while (*p == '/')
             p++;
@@ -72,9 +92,14 @@ int vfs_normalize(const char *in, char *out, size_t outsz, struct errinfo *err)
         while (*p && *p != '/')
             p++;
         len = (size_t)(p - start);
-        if (len == 0 || (len == 1 && start[0] == '.'))
+        if (len == 0)
             continue;
-        if (len == 2 && start[0] == '.' && start[1] == '.') {
+        rlen = component_raw(in, start, len, raw, err);
+        if (rlen < 0)
+            return -1;
+        if (rlen == 1 && raw[0] == '.')
+            continue;
+        if (rlen == 2 && raw[0] == '.' && raw[1] == '.') {
             /* ".." pops one component and stops at the root. */
             while (n > 0 && out[n - 1] != '/')
                 n--;
@@ -82,22 +107,27 @@ int vfs_normalize(const char *in, char *out, size_t outsz, struct errinfo *err)
                 n--;
             continue;
         }
-        if (len > VFS_NAME_MAX) {
-            errinfo_set(err, ERR_INVALID, "path has a component longer than %d bytes: \"%.40s...\"",
-                        VFS_NAME_MAX, start);
-            return -1;
-        }
-        if (n + 1 + len > limit) {
+        /* The canonical spelling of the name (escapes only where needed). */
+        esc = n + 1 < limit ? vfs_escape(raw, (size_t)rlen, out + n + 1, limit - n) : 0;
+        if (n + 1 >= limit || esc == VFS_ESCAPE_NOROOM) {
             errinfo_set(err, ERR_TOO_LARGE, "path is longer than %d bytes", VFS_PATH_MAX);
             return -1;
         }
-        out[n++] = '/';
-        memcpy(out + n, start, len);
-        n += len;
+        out[n] = '/';
+        n += 1 + esc;
     }
     if (n == 0)
         out[n++] = '/';
     out[n] = '\0';
+    return 0;
+}
+
+int vfs_raw_name(const char *name, char *raw)
+{
+    if (vfs_unescape(name, strlen(name), raw, VFS_NAME_MAX + 1, NULL) == VFS_ESCAPE_NOROOM) {
+        errno = EINVAL; /* not from vfs_normalize */
+        return -1;
+    }
     return 0;
 }
 
@@ -107,7 +137,17 @@ int vfs_open_in_root(const struct vfs *v, const char *norm, uint64_t flags)
         .flags = flags | O_CLOEXEC,
         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
     };
+    char raw[VFS_PATH_MAX + 1];
     const char *rel = norm[1] ? norm + 1 : ".";
+
+    /* The kernel gets the bytes the escapes stand for. */
+    if (strchr(norm, '\\')) {
+        if (vfs_unescape(norm, strlen(norm), raw, sizeof(raw), NULL) == VFS_ESCAPE_NOROOM) {
+            errno = EINVAL; /* not from vfs_normalize */
+            return -1;
+        }
+        rel = raw[1] ? raw + 1 : ".";
+    }
 
     for (int i = 0; i < OPEN_RETRIES; i++) {
         long fd = syscall(SYS_openat2, v->root_fd, rel, &how, sizeof(how));
@@ -455,7 +495,9 @@ static int make_parents(const struct vfs *v, char *parent, const char *target, s
             *slash = '\0';
         cfd = vfs_open_in_root(v, parent, O_RDONLY | O_DIRECTORY);
         if (cfd < 0 && errno == ENOENT) {
-            if (mkdirat(dfd, p, 0777) < 0 && errno != EEXIST) {
+            char raw[VFS_NAME_MAX + 1];
+
+            if (vfs_raw_name(p, raw) < 0 || (mkdirat(dfd, raw, 0777) < 0 && errno != EEXIST)) {
                 vfs_path_error(err, parent, errno);
                 break;
             }
@@ -595,8 +637,7 @@ fail:
 int vfs_write(struct vfs *v, const char *path, const void *data, size_t len, bool *created,
               struct errinfo *err)
 {
-    char norm[VFS_PATH_MAX + 1];
-    const char *name;
+    char norm[VFS_PATH_MAX + 1], name[VFS_NAME_MAX + 1];
     struct stat st;
     bool keep_mode = false;
     int dfd, rc = -1;
@@ -611,7 +652,10 @@ int vfs_write(struct vfs *v, const char *path, const void *data, size_t len, boo
             "/ is the workspace root, a directory; give a file path such as \"/notes.txt\"");
         return -1;
     }
-    name = base_name(norm);
+    if (vfs_raw_name(base_name(norm), name) < 0) {
+        vfs_path_error(err, norm, errno);
+        return -1;
+    }
     dfd = open_parent_dir(v, norm, err);
     if (dfd < 0)
         return -1;
@@ -638,18 +682,23 @@ out:
 
 /* ---- list ---- */
 
-static void fill_entry(int dfd, char *name, struct vfs_entry *e)
+/* Fills e for the raw name (borrowed); e->name gets its escaped copy (owned). -1 when out of
+ * memory. */
+static int fill_entry(int dfd, const char *name, struct vfs_entry *e)
 {
     struct stat st;
 
-    e->name = name;
+    e->name = vfs_escape_dup(name);
+    if (!e->name)
+        return -1;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         e->type = VFS_OTHER; /* removed since readdir */
-        return;
+        return 0;
     }
     e->type = type_of_mode(st.st_mode);
     e->size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
     e->mtime_ms = mtime_ms_of(&st);
+    return 0;
 }
 
 /* Sets the right message for a list_dir path that could not be opened as a directory. */
@@ -694,8 +743,12 @@ int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *ou
         goto out;
     }
     for (size_t i = 0; i < l.n; i++) {
-        fill_entry(dfd, l.names[i], &out->entries[i]);
-        l.names[i] = NULL; /* the listing owns the name now */
+        if (fill_entry(dfd, l.names[i], &out->entries[i]) < 0) {
+            out->count = i;
+            vfs_listing_cleanup(out);
+            errinfo_set(err, ERR_NOMEM, "out of memory");
+            goto out;
+        }
     }
     out->count = l.n;
     out->truncated = out->count < out->total;
@@ -723,11 +776,10 @@ void vfs_listing_cleanup(struct vfs_listing *l)
 int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *removed,
                struct errinfo *err)
 {
-    char norm[VFS_PATH_MAX + 1], parent[VFS_PATH_MAX + 1];
+    char norm[VFS_PATH_MAX + 1], parent[VFS_PATH_MAX + 1], name[VFS_NAME_MAX + 1];
     struct vfs_rm c = {.dev = v->root_dev, .err = err};
-    const char *name;
     struct stat st;
-    int pfd, rc = -1;
+    int pfd = -1, rc = -1;
 
     if (removed)
         *removed = 0;
@@ -739,9 +791,9 @@ int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *remove
         return -1;
     }
     c.top = norm;
-    name = base_name(norm);
     parent_of(norm, parent);
-    pfd = vfs_open_in_root(v, parent, O_PATH | O_DIRECTORY);
+    if (vfs_raw_name(base_name(norm), name) == 0)
+        pfd = vfs_open_in_root(v, parent, O_PATH | O_DIRECTORY);
     if (pfd < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         vfs_path_error(err, norm, errno);
         goto out;

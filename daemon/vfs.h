@@ -29,6 +29,30 @@
 
 struct vfs; /* opaque */
 
+/* ---- Names (vfs_names.c) ----
+ * A file name is any bytes but '/' and NUL; what the tools send is UTF-8. So a VFS path, as every
+ * function here takes and gives it, is text in which a byte that is not part of a valid UTF-8
+ * character and a control character (U+0000-U+001F, U+007F) are written \xHH (two hex digits,
+ * lower case) and a backslash is written \\. A file named "caf" + byte 0xE9 is "/caf\xe9", one
+ * named "a\b" is "/a\\b", one holding a newline "/a\x0ab". vfs_normalize reads any path with
+ * these escapes (hex digits in either case) and gives the canonical one, so such a file can be
+ * read, written and removed with the name a listing showed. \x00 and \x2f are refused (no name
+ * holds NUL or '/'), as is a backslash before anything else. */
+
+#define VFS_ESCAPE_NOROOM ((size_t)-1)
+
+/* Pure. Writes name[0..n) (raw bytes) escaped into out, NUL-terminated, in at most outsz bytes
+ * (4 * n + 1 always suffice). Returns the length, or VFS_ESCAPE_NOROOM. */
+size_t vfs_escape(const char *name, size_t n, char *out, size_t outsz);
+
+/* The same into an owned string (free()), or NULL when out of memory. */
+char *vfs_escape_dup(const char *name);
+
+/* Pure. Writes the raw bytes of the escaped text s[0..n) into out, NUL-terminated, in at most
+ * outsz bytes (n + 1 always suffice). Returns the length, or VFS_ESCAPE_NOROOM for a bad escape
+ * (then *bad, when bad is not NULL, points at its backslash) or no room (*bad NULL). */
+size_t vfs_unescape(const char *s, size_t n, char *out, size_t outsz, const char **bad);
+
 struct vfs_options {
     bool fsync;      /* fsync files and directories on write (default true) */
     size_t read_cap; /* 0 = VFS_READ_CAP */
@@ -57,10 +81,12 @@ int vfs_root_fd(const struct vfs *v);
 int vfs_open_dir(struct vfs *v, const char *norm, struct errinfo *err);
 
 /* Pure. Normalizes a tool path into out ("/a/b": one leading slash, no trailing slash, no "."
- * or ".." components, no empty components; the root is "/"). A relative path is taken from the
- * root. Fails with ERR_INVALID for an empty path, a NUL-free check is the caller's (C strings),
- * a backslash ("paths use '/'"), a component over VFS_NAME_MAX, or a result over VFS_PATH_MAX
- * (ERR_TOO_LARGE). outsz must be at least VFS_PATH_MAX + 1. */
+ * or ".." components, no empty components, escapes in their canonical form (see Names); the
+ * root is "/"). A relative path is taken from the root. Idempotent. Fails with ERR_INVALID for
+ * an empty path (a NUL-free check is the caller's: C strings), a backslash that starts no escape
+ * ("paths use '/'"), an escaped NUL or '/', a component over VFS_NAME_MAX bytes once unescaped,
+ * or with ERR_TOO_LARGE for a result over VFS_PATH_MAX bytes. outsz must be at least
+ * VFS_PATH_MAX + 1. */
 int vfs_normalize(const char *in, char *out, size_t outsz, struct errinfo *err);
 
 enum vfs_type { VFS_FILE, VFS_DIR, VFS_SYMLINK, VFS_OTHER };
@@ -127,8 +153,8 @@ size_t vfs_sweep_temps(struct vfs *v, time_t before);
 #define VFS_TEMP_STALE_S 60
 
 /* Lists the directory at path, at most max entries (0 = VFS_LIST_CAP), "." and ".." and write
- * temporaries left out. ERR_NOT_FOUND when missing, ERR_INVALID when path is a file ("... is a
- * file; use read_file"). */
+ * temporaries left out; names are escaped (see Names), sorted by their raw bytes. ERR_NOT_FOUND
+ * when missing, ERR_INVALID when path is a file ("... is a file; use read_file"). */
 int vfs_list(struct vfs *v, const char *path, size_t max, struct vfs_listing *out,
              struct errinfo *err);
 void vfs_listing_cleanup(struct vfs_listing *l); /* safe on a zeroed struct */
@@ -141,7 +167,7 @@ int vfs_remove(struct vfs *v, const char *path, bool recursive, uint64_t *remove
                struct errinfo *err);
 
 struct vfs_search_opts {
-    const char *query; /* literal text, or a POSIX extended regex when regex is true */
+    const char *query; /* literal text, or a PCRE2 regex (UTF mode) when regex is true */
     const char *path;  /* directory or file to search; NULL = "/" */
     const char *ext;   /* only files whose name ends in "." ext (ext without the dot), or NULL */
     bool regex;
@@ -149,6 +175,10 @@ struct vfs_search_opts {
     size_t max_results; /* most matching lines reported (0 = 200) */
     size_t max_line;    /* longest line text shown, in bytes (0 = 300; longer lines are cut with
                            "…") */
+    /* Polled between files and every few thousand lines; true stops the search, which then
+     * fails with ERR_CANCELLED. NULL: never. Called on the searching thread. */
+    bool (*cancelled)(void *ctx);
+    void *cancel_ctx;
 };
 
 struct vfs_search_result {
@@ -156,21 +186,28 @@ struct vfs_search_result {
     size_t len;
     size_t matches; /* lines reported */
     uint64_t files_scanned;
+    uint64_t bytes_scanned;  /* file data searched */
     uint64_t binary_skipped; /* files skipped because they look binary (a NUL in the first 8 KiB) */
-    bool truncated;          /* stopped at max_results */
+    uint64_t
+        dirs_too_deep; /* directories not entered: more than VFS_SEARCH_DEPTH_MAX levels down */
+    uint64_t too_long; /* entries left out: their path is over VFS_PATH_MAX bytes */
+    bool truncated;    /* stopped at max_results */
 };
+
+#define VFS_SEARCH_DEPTH_MAX 256 /* directory levels below opts->path that search enters */
 
 /* Searches every regular file under opts->path (symlinks are not followed; files that look
  * binary are skipped) for lines that match, in path order. A bad regex is ERR_INVALID with
- * regcomp's message. */
+ * PCRE2's message; a regex that uses up its backtracking budget on a line is ERR_INVALID
+ * "search: pattern too complex: ..."; a cancelled search is ERR_CANCELLED. */
 int vfs_search(struct vfs *v, const struct vfs_search_opts *opts, struct vfs_search_result *out,
                struct errinfo *err);
 void vfs_search_result_cleanup(struct vfs_search_result *r); /* safe on a zeroed struct */
 
 /* ---- vfs_walk.c ---- */
 
-/* Called for each regular file of a walk: path is its VFS path, borrowed for the call. A
- * non-zero return stops the walk. */
+/* Called for each regular file of a walk: path is its VFS path (escaped, see Names), borrowed for
+ * the call. A non-zero return stops the walk. */
 typedef int (*vfs_walk_fn)(void *ctx, const char *path, const struct vfs_stat *st);
 
 /* Gives every regular file of the workspace to cb in path order (components compared

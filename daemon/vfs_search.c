@@ -1,5 +1,5 @@
 /* daemon/vfs_search.c - search: lines of workspace files that contain a literal or match a
- * POSIX extended regex, reported as "path:line: text" (see vfs.h).
+ * PCRE2 regex, reported as "path:line: text" (see vfs.h).
  *
  * Design, for speed (the benchmark compares it with grep -rn):
  * - The walk reads each directory with getdents64 into one arena, sorts the names so that the
@@ -8,9 +8,16 @@
  *   resolved twice.
  * - A file is read into one reused buffer (whole, up to CHUNK_MAX; bigger files in chunks that
  *   end at a newline). The matcher runs over the whole buffer, not line by line: memmem for
- *   literals (over an ASCII-folded copy when case-insensitive), regexec with REG_STARTEND for
- *   regexes. Line bounds are found only around a hit, and line numbers are counted with a
- *   word-at-a-time newline count from the previous hit.
+ *   literals (over an ASCII-folded copy when case-insensitive), PCRE2 (JIT-compiled where the
+ *   library can) for regexes. Line bounds are found only around a hit, and line numbers are
+ *   counted with a word-at-a-time newline count from the previous hit.
+ * - A regex runs over the whole region when it has no literal to prefilter with; a match that
+ *   spans lines is checked again on its first line alone, so a line matches exactly when the
+ *   regex matches within it. Each match has a backtracking budget (match, depth and heap limits):
+ *   a region that uses it up is searched again line by line, and a single line that uses it up
+ *   ends the search with "pattern too complex", in milliseconds rather than the minutes a
+ *   catastrophic pattern such as (a*)*\1\1b would take.
+ * - The search polls its cancel check between files and every few thousand lines.
  * - Output text is made valid UTF-8 (invalid bytes become U+FFFD) and cut to max_line bytes on a
  *   character boundary, showing the part of a long line where the match is. */
 #include "vfs.h"
@@ -19,7 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <regex.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,29 +39,19 @@
 
 #define DEFAULT_MAX_RESULTS 200
 #define DEFAULT_MAX_LINE    300
-#define BINARY_PROBE        8192        /* a NUL in this many first bytes means binary */
-#define CHUNK_MIN           (64u << 10) /* smallest read buffer */
-#define CHUNK_MAX           (1u << 20)  /* files up to this size are read whole */
-#define LINE_BUF_MAX        (4u << 20)  /* a longer line is searched in pieces */
-#define DEPTH_MAX           256         /* the walk holds one fd per level */
+#define BINARY_PROBE        8192                 /* a NUL in this many first bytes means binary */
+#define CHUNK_MIN           (64u << 10)          /* smallest read buffer */
+#define CHUNK_MAX           (1u << 20)           /* files up to this size are read whole */
+#define LINE_BUF_MAX        (4u << 20)           /* a longer line is searched in pieces */
+#define DEPTH_MAX           VFS_SEARCH_DEPTH_MAX /* the walk holds one fd per level */
 #define DENTS_BUF           (32u << 10)
 #define REGEX_META          ".[]()*+?{}|^$\\"
-#define LITS_MAX            8 /* most alternatives of a regex that get a prefilter literal */
-#define LIT_MIN             2 /* a 1-byte literal filters too little to pay for regexec calls */
+#define CANCEL_LINES        4096 /* lines searched between two polls of the cancel check */
 
 /* One directory entry of a walk: its name lives in the list's arena. */
 struct dent {
     size_t off;
     unsigned char type; /* DT_DIR, DT_REG, ... (never DT_UNKNOWN after collection) */
-};
-
-/* A literal to find, with the position of its next occurrence in the current region cached, so
- * that several literals can be searched for in one pass (the earliest one wins). */
-struct lit {
-    char *s; /* owned */
-    size_t n;
-    const char *hit; /* next occurrence at or after the last search start, if known */
-    bool known;      /* hit (or its absence, hit == NULL) is valid for this region */
 };
 
 struct dirlist {
@@ -70,14 +67,18 @@ struct search {
     size_t max_results, max_line;
     const char *ext; /* without a leading dot, or NULL */
     size_t ext_len;
-    bool use_regex;
-    regex_t re;
-    struct lit lits[LITS_MAX]; /* the literal query, or the regex's prefilter literals */
-    size_t nlits;              /* 0: a regex without a usable prefilter */
-    bool fold;                 /* the literals are ASCII-folded and matched against a folded copy */
-    char *buf, *fbuf;          /* file data and its folded copy (owned, reused) */
-    size_t cap;                /* bytes of data either holds; buf has one more */
-    size_t out_cap;            /* capacity of r->text */
+    struct vfs_rx *rx; /* the regex, or NULL for a literal search */
+    const char *query; /* borrowed, for messages */
+    bool (*cancelled)(void *ctx);
+    void *cancel_ctx;
+    unsigned lines_since_poll;
+    uint64_t line0; /* the number of the line the region being scanned starts with */
+    struct vfs_lit lits[VFS_LITS_MAX]; /* the literal query, or the regex's prefilter literals */
+    size_t nlits;                      /* 0: a regex without a usable prefilter */
+    bool fold;        /* the literals are ASCII-folded and matched against a folded copy */
+    char *buf, *fbuf; /* file data and its folded copy (owned, reused) */
+    size_t cap;       /* bytes of data either holds; buf has one more */
+    size_t out_cap;   /* capacity of r->text */
     char path[VFS_PATH_MAX + 1];
     size_t plen;
     uint64_t dents[DENTS_BUF / 8]; /* getdents64 records; a level is read before descending */
@@ -214,7 +215,7 @@ static void emit(struct search *s, uint64_t line, const char *ls, const char *le
 /* ---- matching ---- */
 
 /* The first occurrence of l in [pos, end) of the buffer b, or NULL. */
-static const char *find_one(const struct search *s, const struct lit *l, const char *b,
+static const char *find_one(const struct search *s, const struct vfs_lit *l, const char *b,
                             const char *pos, const char *end)
 {
     const char *f;
@@ -233,7 +234,7 @@ static const char *find_any(struct search *s, const char *b, const char *pos, co
     const char *best = NULL;
 
     for (size_t i = 0; i < s->nlits; i++) {
-        struct lit *l = &s->lits[i];
+        struct vfs_lit *l = &s->lits[i];
 
         if (!l->known || (l->hit && l->hit < pos)) {
             l->hit = find_one(s, l, b, pos, end);
@@ -245,34 +246,125 @@ static const char *find_any(struct search *s, const char *b, const char *pos, co
     return best;
 }
 
-static bool regex_at(const struct search *s, const char *b, size_t from, size_t to, regmatch_t *m)
+/* True (and the search stops, failing with ERR_CANCELLED) once the caller's cancel check says
+ * so. */
+static bool poll_cancel(struct search *s)
 {
-    m->rm_so = (regoff_t)from;
-    m->rm_eo = (regoff_t)to;
-    /* REG_STARTEND: no NUL needed, and "^" still matches at from (a line start). */
-    return regexec(&s->re, b, 1, m, REG_STARTEND) == 0;
+    if (s->stop || !s->cancelled || !s->cancelled(s->cancel_ctx))
+        return s->stop;
+    errinfo_set(s->err, ERR_CANCELLED,
+                "search: cancelled after %" PRIu64 " %s (%" PRIu64 " MiB read)",
+                s->r->files_scanned, s->r->files_scanned == 1 ? "file" : "files",
+                s->r->bytes_scanned >> 20);
+    s->stop = s->failed = true;
+    return true;
+}
+
+/* The search fails: the pattern used up a match's budget on the line at ls in the current file. */
+static void too_complex(struct search *s, const char *b, const char *ls)
+{
+    char where[48];
+    uint64_t line = s->line0 + count_newlines(b, ls);
+
+    snprintf(where, sizeof(where), ":%" PRIu64, line);
+    errinfo_set(s->err, ERR_INVALID,
+                "search: pattern too complex: \"%.60s\" needs more backtracking than allowed on "
+                "%.180s%s; simplify it (nested repeats such as (a*)* or (a+)+ are the usual "
+                "cause), or search for a literal",
+                s->query, s->path, where);
+    s->stop = s->failed = true;
+}
+
+static int regex_at(struct search *s, const char *b, size_t subj, size_t from, size_t to,
+                    size_t *so, size_t *eo)
+{
+    return vfs_rx_match(s->rx, b, subj, from, to, so, eo);
+}
+
+/* The first line in [pos, end) that the regex matches within, line by line; NULL when none, or
+ * when a line uses up the budget (the search then fails). */
+static const char *find_by_lines(struct search *s, const char *b, const char *pos, const char *end,
+                                 size_t *mlen)
+{
+    while (pos < end && !s->stop) {
+        const char *le = memchr(pos, '\n', (size_t)(end - pos));
+        size_t so, eo;
+        int rc;
+
+        if (++s->lines_since_poll >= CANCEL_LINES) {
+            s->lines_since_poll = 0;
+            if (poll_cancel(s))
+                return NULL;
+        }
+        le = le ? le : end;
+        rc = regex_at(s, b, (size_t)(pos - b), (size_t)(pos - b), (size_t)(le - b), &so, &eo);
+        if (rc < 0) {
+            too_complex(s, b, pos);
+            return NULL;
+        }
+        if (rc > 0) {
+            *mlen = eo - so;
+            return b + so;
+        }
+        pos = le + 1;
+    }
+    return NULL;
+}
+
+/* The first match of the regex over [pos, end) at once (pos is a line start). A match that runs
+ * past its first line's end is checked on that line alone; a region that uses up the budget is
+ * searched line by line. */
+static const char *find_in_region(struct search *s, const char *b, const char *pos, const char *end,
+                                  size_t *mlen)
+{
+    while (pos < end) {
+        size_t so, eo;
+        const char *ls, *le;
+        int rc = regex_at(s, b, 0, (size_t)(pos - b), (size_t)(end - b), &so, &eo);
+
+        if (rc < 0)
+            return find_by_lines(s, b, pos, end, mlen);
+        if (rc == 0)
+            return NULL;
+        ls = b + so > pos ? memrchr(pos, '\n', (size_t)(b + so - pos)) : NULL;
+        ls = ls ? ls + 1 : pos;
+        le = memchr(b + so, '\n', (size_t)(end - (b + so)));
+        le = le ? le : end;
+        if (b + eo <= le) {
+            *mlen = eo - so;
+            return b + so;
+        }
+        /* It spans lines: the line matches only if the regex matches within it. */
+        rc = regex_at(s, b, (size_t)(ls - b), (size_t)(ls - b), (size_t)(le - b), &so, &eo);
+        if (rc < 0) {
+            too_complex(s, b, ls);
+            return NULL;
+        }
+        if (rc > 0) {
+            *mlen = eo - so;
+            return b + so;
+        }
+        pos = le + 1;
+    }
+    return NULL;
 }
 
 /* The first match in [pos, end) of the buffer b (pos is a line start); NULL when none. */
 static const char *find(struct search *s, const char *b, const char *pos, const char *end,
                         size_t *mlen)
 {
-    regmatch_t m;
-
-    if (!s->use_regex) {
+    if (!s->rx) {
         *mlen = s->lits[0].n;
         return find_any(s, b, pos, end);
     }
-    if (!s->nlits) {
-        if (!regex_at(s, b, (size_t)(pos - b), (size_t)(end - b), &m))
-            return NULL;
-        *mlen = (size_t)(m.rm_eo - m.rm_so);
-        return b + m.rm_so;
-    }
+    if (!s->nlits)
+        return find_in_region(s, b, pos, end, mlen);
     /* Prefiltered: run the regex only on lines that hold one of its required literals. */
-    while (pos < end) {
+    while (pos < end && !s->stop) {
         const char *c = find_any(s, b, pos, end);
         const char *ls, *le;
+        size_t so, eo;
+        int rc;
 
         if (!c)
             return NULL;
@@ -280,9 +372,14 @@ static const char *find(struct search *s, const char *b, const char *pos, const 
         ls = ls ? ls + 1 : pos;
         le = memchr(c, '\n', (size_t)(end - c));
         le = le ? le : end;
-        if (regex_at(s, b, (size_t)(ls - b), (size_t)(le - b), &m)) {
-            *mlen = (size_t)(m.rm_eo - m.rm_so);
-            return b + m.rm_so;
+        rc = regex_at(s, b, (size_t)(ls - b), (size_t)(ls - b), (size_t)(le - b), &so, &eo);
+        if (rc < 0) {
+            too_complex(s, b, ls);
+            return NULL;
+        }
+        if (rc > 0) {
+            *mlen = eo - so;
+            return b + so;
         }
         pos = le + 1;
     }
@@ -296,6 +393,10 @@ static void scan_region(struct search *s, const char *b, size_t n, uint64_t *lin
     const char *pos = b, *end = b + n, *counted = b;
     uint64_t ln = *line;
 
+    s->line0 = ln;
+    if (poll_cancel(s))
+        return;
+    s->r->bytes_scanned += n;
     if (s->fold)
         fold_ascii(s->fbuf, b, n);
     for (size_t i = 0; i < s->nlits; i++)
@@ -373,7 +474,6 @@ static void scan_fd(struct search *s, int fd, uint64_t size)
     size_t have = 0, end;
     uint64_t done = 0, line = 1;
     bool eof = false, first = true;
-    char saved;
 
     if (buf_reserve(s, size < CHUNK_MAX ? (size < CHUNK_MIN ? CHUNK_MIN : size + 1) : CHUNK_MAX) <
         0)
@@ -403,12 +503,7 @@ static void scan_fd(struct search *s, int fd, uint64_t size)
             if (nl)
                 end = (size_t)(nl - s->buf) + 1;
         }
-        /* The region ends in a NUL for the duration of the scan: regexec with REG_STARTEND
-         * does not need it, but sanitizer interceptors measure the string with strlen. */
-        saved = s->buf[end];
-        s->buf[end] = '\0';
         scan_region(s, s->buf, end, &line, !eof);
-        s->buf[end] = saved;
         if (s->stop || (eof && end == have))
             return;
         memmove(s->buf, s->buf + end, have - end);
@@ -526,6 +621,8 @@ static void scan_file_at(struct search *s, int dfd, const char *name)
     struct stat st;
     int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
+    if (poll_cancel(s))
+        return;
     if (fd < 0)
         return;
     /* fstat on the opened fd: the entry may have been swapped for a FIFO since getdents. */
@@ -553,17 +650,25 @@ static void walk(struct search *s, int dfd, int depth)
         qsort_r(l.ents, l.n, sizeof(*l.ents), cmp_dent, l.arena);
     for (size_t i = 0; i < l.n && !s->stop; i++) {
         const char *name = l.arena + l.ents[i].off;
-        size_t len = strlen(name);
-        size_t sep = plen > 1 ? 1 : 0;
+        size_t sep = plen > 1 ? 1 : 0, len = VFS_ESCAPE_NOROOM;
 
-        if (plen + sep + len > VFS_PATH_MAX)
-            continue; /* no tool could address it either */
-        s->path[plen] = '/';
-        memcpy(s->path + plen + sep, name, len + 1);
+        /* The path as the tools name it: escaped (vfs.h, Names). */
+        if (plen + sep < VFS_PATH_MAX)
+            len =
+                vfs_escape(name, strlen(name), s->path + plen + sep, VFS_PATH_MAX + 1 - plen - sep);
+        if (len == VFS_ESCAPE_NOROOM) {
+            s->path[plen] = '\0';
+            s->r->too_long++; /* no tool could address it either */
+            continue;
+        }
+        if (sep)
+            s->path[plen] = '/';
         s->plen = plen + sep + len;
         if (l.ents[i].type == DT_REG) {
             scan_file_at(s, dfd, name);
-        } else if (depth < DEPTH_MAX) {
+        } else if (depth >= DEPTH_MAX) {
+            s->r->dirs_too_deep++;
+        } else {
             int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
             if (cfd >= 0) {
@@ -605,62 +710,22 @@ static void free_lits(struct search *s)
     s->nlits = 0;
 }
 
-/* Sets a prefilter literal for every alternative of q, or none when one alternative has no
- * usable literal: it is shorter than LIT_MIN, or not ASCII under REG_ICASE (only ASCII folds
- * the same way here as in the regex), or holds a newline (a match could span lines). */
-static int set_prefilter(struct search *s, const char *q, bool icase, char *alt, char *best,
-                         char *cur)
+static int compile_regex(struct search *s, const char *q, bool icase, struct errinfo *err)
 {
-    const char *starts[LITS_MAX];
-    size_t lens[LITS_MAX], n = vfs_regex_split(q, starts, lens, LITS_MAX);
+    int n;
 
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-
-        memcpy(alt, starts[i], lens[i]);
-        alt[lens[i]] = '\0';
-        len = vfs_regex_literal(alt, best, cur);
-        if (len < LIT_MIN || (icase && !is_ascii(best)) || memchr(best, '\n', len)) {
-            free_lits(s);
-            return 0;
-        }
-        s->lits[i].s = strndup(best, len);
-        if (!s->lits[i].s)
-            return -1;
-        s->lits[i].n = len;
-        s->nlits = i + 1;
-        if (icase && has_ascii_letter(best))
-            s->fold = true;
+    s->rx = vfs_rx_new(q, icase, err);
+    if (!s->rx)
+        return -1;
+    n = vfs_regex_prefilter(q, icase, s->lits, &s->fold);
+    if (n < 0) {
+        errinfo_set(err, ERR_NOMEM, "search: out of memory");
+        return -1;
     }
+    s->nlits = (size_t)n;
     for (size_t i = 0; s->fold && i < s->nlits; i++)
         fold_ascii(s->lits[i].s, s->lits[i].s, s->lits[i].n);
     return 0;
-}
-
-static int compile_regex(struct search *s, const char *q, bool icase, struct errinfo *err)
-{
-    int rc = regcomp(&s->re, q, REG_EXTENDED | REG_NEWLINE | (icase ? REG_ICASE : 0));
-    size_t qlen = strlen(q);
-    char *alt, *best, *cur;
-
-    if (rc != 0) {
-        char msg[160];
-
-        regerror(rc, &s->re, msg, sizeof(msg));
-        errinfo_set(err, ERR_INVALID, "search: bad regex \"%.60s\": %s", q, msg);
-        return -1;
-    }
-    s->use_regex = true;
-    alt = malloc(qlen + 1);
-    best = malloc(qlen + 1);
-    cur = malloc(qlen + 1);
-    rc = alt && best && cur ? set_prefilter(s, q, icase, alt, best, cur) : -1;
-    free(alt);
-    free(best);
-    free(cur);
-    if (rc < 0)
-        errinfo_set(err, ERR_NOMEM, "search: out of memory");
-    return rc;
 }
 
 /* Chooses the matcher: a regex without metacharacters runs as a literal. */
@@ -744,6 +809,9 @@ int vfs_search(struct vfs *v, const struct vfs_search_opts *opts, struct vfs_sea
     }
     s->r = out;
     s->err = err;
+    s->query = opts->query;
+    s->cancelled = opts->cancelled;
+    s->cancel_ctx = opts->cancel_ctx;
     set_limits(s, opts);
     if (vfs_normalize(opts->path ? opts->path : "/", s->path, sizeof(s->path), err) < 0)
         goto out;
@@ -757,8 +825,7 @@ int vfs_search(struct vfs *v, const struct vfs_search_opts *opts, struct vfs_sea
 out:
     if (rc < 0)
         vfs_search_result_cleanup(out);
-    if (s->use_regex)
-        regfree(&s->re);
+    vfs_rx_free(s->rx);
     free_lits(s);
     free(s->buf);
     free(s->fbuf);

@@ -119,16 +119,21 @@ static enum vfs_type entry_type(int dfd, const struct walk_name *e, struct vfs_s
     return VFS_FILE;
 }
 
-/* Appends "/name" to w->path; false when the path would be too long (the entry is skipped). */
+/* Appends "/name", escaped (vfs.h, Names), to w->path; false when the path would be too long
+ * (the entry is skipped). */
 static bool path_push(struct walk *w, const char *name, size_t *saved)
 {
-    size_t n = strlen(name);
+    size_t room = VFS_PATH_MAX - w->path_len, n;
 
     *saved = w->path_len;
-    if (w->path_len + 1 + n > VFS_PATH_MAX)
+    if (room < 2)
         return false;
+    n = vfs_escape(name, strlen(name), w->path + w->path_len + 1, room);
+    if (n == VFS_ESCAPE_NOROOM) {
+        w->path[w->path_len] = '\0';
+        return false;
+    }
     w->path[w->path_len] = '/';
-    memcpy(w->path + w->path_len + 1, name, n + 1);
     w->path_len += 1 + n;
     return true;
 }
@@ -213,15 +218,17 @@ int vfs_walk_files(struct vfs *v, const char *after, size_t limit, vfs_walk_fn c
                    bool *more, struct errinfo *err)
 {
     struct walk w = {.cb = cb, .ctx = ctx, .limit = limit, .err = err};
-    char norm[VFS_PATH_MAX + 1];
+    char norm[VFS_PATH_MAX + 1], raw[VFS_PATH_MAX + 1];
     int rfd;
 
     if (more)
         *more = false;
     if (after && *after) {
-        if (vfs_normalize(after, norm, sizeof(norm), err) < 0)
+        /* The cursor is compared with the raw names the directories hold. */
+        if (vfs_normalize(after, norm, sizeof(norm), err) < 0 ||
+            vfs_unescape(norm, strlen(norm), raw, sizeof(raw), NULL) == VFS_ESCAPE_NOROOM)
             return -1;
-        after = strcmp(norm, "/") == 0 ? NULL : norm + 1;
+        after = strcmp(raw, "/") == 0 ? NULL : raw + 1;
     } else {
         after = NULL;
     }

@@ -39,7 +39,7 @@ node_want=22.19.0
 # libc6-dev: gcc only recommends it (crt1.o, the libc headers), and we install without
 # recommends. curl: the README's examples.
 pkgs=(gcc libc6-dev make cmake pkg-config libcurl4-openssl-dev libcjson-dev libcivetweb-dev zlib1g-dev
-    bubblewrap curl ca-certificates)
+    libpcre2-dev bubblewrap curl ca-certificates)
 # What exec promises inside the sandbox (the exec tool's catalog "hostTools"): python3 and git
 # from Debian, and Debian's nodejs and npm unless a node >= 18 with npm is under /usr (the
 # sandbox sees /usr only: a node in ~/.nvm or /opt, such as the tests' Node 22, does not count).

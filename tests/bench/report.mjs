@@ -289,9 +289,9 @@ if (extra.length) {
   p('## Exec, console, resources and Studio');
   p();
   p('Measured by `tests/bench/exec-bench.sh`, `resources-bench.mjs`, `sandbox-bench.mjs`,');
-  p('`studio-bench.mjs` and `registry-bench.mjs` (external MCP servers: its header says exactly what');
-  p('each row compares) in the');
-  p('same run, through `runbox` over stdio unless the row says otherwise.');
+  p('`studio-bench.mjs`, `registry-bench.mjs` (external MCP servers: its header says exactly what');
+  p('each row compares) and `rss-exec.mjs` in the same run, through `runbox` over stdio unless the');
+  p('row says otherwise.');
   p();
   p('| measure | this run | target |  |');
   p('| --- | ---: | ---: | --- |');

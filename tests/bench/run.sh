@@ -30,6 +30,7 @@
 #   SKIP_EXTRA [0] skip the exec, console/resources and Studio benchmarks; EXEC_RUNS [200]
 #   SKIP_HTTP [0] skip the MCP-over-HTTP benchmark (tests/bench/http-run.sh)
 #   SKIP_SLOW [0] skip the slow-clients benchmark (tests/bench/slow-clients.mjs)
+#   RSS_RUNS [20000] execs after which runboxd's RSS is read (tests/bench/rss-exec.mjs)
 #   GREP_LOCALE [C] locale grep runs under (C is grep's fastest mode: the strictest baseline)
 #   QUIET_PCT [20] / QUIET_WAIT [30]: before each measurement wait up to QUIET_WAIT s for the
 #     machine to be less than QUIET_PCT % busy; MAX_OTHER [0.3] / MAX_RETRIES [2]: redo a
@@ -40,7 +41,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # the command as the user gave it (the settings they chose), for the report
 CMDLINE=""
-for v in RUNS CALLS WARMUP INFLIGHT SKIP_BUILD TREE_MB TREE_SEED SEARCH_RUNS SEARCH_WARMUP SKIP_SEARCH SKIP_EXTRA EXEC_RUNS \
+for v in RUNS CALLS WARMUP INFLIGHT SKIP_BUILD TREE_MB TREE_SEED SEARCH_RUNS SEARCH_WARMUP SKIP_SEARCH SKIP_EXTRA EXEC_RUNS RSS_RUNS \
     GREP_LOCALE QUIET_PCT QUIET_WAIT MAX_OTHER MAX_RETRIES; do
   [[ -n "${!v+x}" ]] && CMDLINE+="$v=${!v} "
 done
@@ -420,6 +421,11 @@ if [[ "$SKIP_EXTRA" != 1 ]]; then
   else
     log "registry benchmark skipped: run npm ci in tests/ (mcp-hub is its peer)"
   fi
+  wait_quiet
+  log "runboxd RSS over ${RSS_RUNS:-20000} execs (machine ${QUIET_SEEN}% busy before)"
+  RUNBOXD="$RUNBOXD" node "$HERE/rss-exec.mjs" "${RSS_RUNS:-20000}" 4 >"$RESULTS_DIR/rss-exec.txt" 2>&1 ||
+    log "RSS benchmark failed: $(tail -c 600 "$RESULTS_DIR/rss-exec.txt")"
+  grep '^{' "$RESULTS_DIR/rss-exec.txt" >>"$EXTRA_OUT" || true
 fi
 
 # ---------------------------------------------------------------- MCP over HTTP (issue 8)

@@ -2,12 +2,14 @@
 // the work. A dropped exec kills its run; a dropped Studio call is removed from the queue (never
 // delivered) or, once sent, abandoned (its late answer is ignored). Either way the call's
 // admission slot comes back at once: 24 dropped long calls (the whole "long" budget) leave the
-// next one free to run.
+// next one free to run. A search, cancelled by a dropped request or by an MCP client's
+// notifications/cancelled on /mcp, stops (the daemon logs where) and gives its "search" slot back.
 //
 // Every wait here is for a condition the daemon reports (process_list, /health), never a time.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
 import { startDaemon } from '../lib/daemon.mjs';
@@ -16,6 +18,7 @@ import { mcpSession } from '../lib/mcp.mjs';
 import { until } from '../lib/wait.mjs';
 
 const LONG_BUDGET = 24; // CALL_LONG_MAX_DEFAULT
+const SEARCH_BUDGET = 8; // CALL_SEARCH_MAX_DEFAULT
 
 // Starts POST /tool/<name> and returns { req, answer } where answer settles with the response
 // (or rejects when the request is destroyed). The request can be dropped with req.destroy().
@@ -170,5 +173,75 @@ describe('notifications/cancelled on /mcp', () => {
                              params: { name: 'list_dir', arguments: { path: '/' } } });
     assert.equal(l.status, 200, l.text);
     assert.equal(l.body.id, 42);
+  });
+});
+
+// A file a search would read for many minutes: a line to find, then a 4 TiB hole (sparse: it
+// takes no disk, and reads as zeros after the first 8 KiB, so it does not look binary).
+function writeHuge(file) {
+  const fd = openSync(file, 'w');
+  writeSync(fd, `needle\n${'text without the word\n'.repeat(1000)}`);
+  ftruncateSync(fd, 2 ** 42);
+  closeSync(fd);
+}
+
+async function searchInUse(d) {
+  return (await d.get('/health')).body.calls.search.in_use;
+}
+
+// The log lines of searches that stopped because they were cancelled.
+function cancelledSearches(d) {
+  return d.stderr().split('\n').filter((l) => /search: call \S+ search: cancelled after/.test(l));
+}
+
+describe('a cancelled search stops and gives back its slot', () => {
+  let d;
+  before(async () => {
+    d = await startDaemon({ args: ['--log-level', 'info'] }); // the cancelled searches' lines
+    writeHuge(path.join(d.workspace, 'huge.txt'));
+    await d.call('write_file', { path: 'small.txt', content: 'needle in a small file\n' });
+  });
+  after(async () => { await d.stop(); });
+
+  test(`${SEARCH_BUDGET} dropped searches (the whole budget) stop, and the next search runs`,
+       async () => {
+    const before = cancelledSearches(d).length;
+    const calls = [];
+    for (let i = 0; i < SEARCH_BUDGET; i++)
+      calls.push(startCall(d, 'search', { query: 'needle', path: '/huge.txt' }));
+    await until('every search admitted', async () => (await searchInUse(d)) === SEARCH_BUDGET);
+    // The budget is full: one more is refused as busy (it would be admitted if a slot were free).
+    const busy = await d.call('search', { query: 'needle', path: '/small.txt' });
+    assert.equal(busy.body.ok, false, JSON.stringify(busy.body));
+    assert.match(busy.body.error, /busy/);
+    for (const c of calls) c.req.destroy();
+    await until('every slot back', async () => (await searchInUse(d)) === 0);
+    // Each search's thread stopped through its cancel check: nothing else ends a 4 TiB read now.
+    await until('every search logged as cancelled',
+                () => cancelledSearches(d).length - before === SEARCH_BUDGET);
+    const r = await d.call('search', { query: 'needle', path: '/small.txt' });
+    assert.equal(r.body.ok, true, JSON.stringify(r.body));
+    assert.match(r.body.result, /small\.txt:1: needle in a small file/);
+  });
+
+  test('/mcp: notifications/cancelled stops the search; its POST ends unanswered', async () => {
+    const before = cancelledSearches(d).length;
+    const s = await mcpSession(d);
+    const pending = s.post({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+                             params: { name: 'search',
+                                       arguments: { query: 'needle', path: '/huge.txt' } } });
+    await until('the search admitted', async () => (await searchInUse(d)) === 1);
+    const cancel = await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled',
+                                  params: { requestId: 2, reason: 'test' } });
+    assert.equal(cancel.status, 202, cancel.text);
+    // The search stopped for the notification (its POST is still open until the call ends).
+    await until('the slot back', async () => (await searchInUse(d)) === 0);
+    await until('the search logged as cancelled', () => cancelledSearches(d).length === before + 1);
+    const r = await pending;
+    assert.doesNotMatch(r.text, /"id"\s*:\s*2\b/, 'the cancelled request is not answered');
+    const next = await s.post({ jsonrpc: '2.0', id: 3, method: 'tools/call',
+                                params: { name: 'search',
+                                          arguments: { query: 'needle', path: '/small.txt' } } });
+    assert.match(next.text, /small\.txt:1: needle in a small file/);
   });
 });

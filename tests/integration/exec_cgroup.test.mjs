@@ -47,13 +47,13 @@ describe('exec: cgroups', () => {
   after(async () => { await d.stop(); });
 
   test('/health says how memory and processes are limited, and why when not by cgroups', async () => {
-    assert.ok(['cgroup', 'rlimit'].includes(sb.memory), JSON.stringify(sb));
+    assert.ok(['cgroup', 'watchdog'].includes(sb.memory), JSON.stringify(sb));
     assert.ok(['cgroup', 'rlimit'].includes(sb.procs), JSON.stringify(sb));
     assert.ok('path' in sb.cgroup && 'reason' in sb.cgroup, JSON.stringify(sb));
     if (sb.memory === 'cgroup' && sb.procs === 'cgroup') assert.equal(sb.cgroup.reason, null);
     else assert.match(sb.cgroup.reason, /rlimit/);
     if (sb.cgroup.path === null) {
-      assert.equal(sb.memory, 'rlimit');
+      assert.equal(sb.memory, 'watchdog');
       assert.equal(sb.procs, 'rlimit');
       return;
     }
@@ -210,7 +210,7 @@ describe('exec: --no-cgroup', () => {
     const d = await startDaemon({ args: ['--no-cgroup'] });
     try {
       const sb = await sandbox(d);
-      assert.equal(sb.memory, 'rlimit');
+      assert.equal(sb.memory, 'watchdog');
       assert.equal(sb.procs, 'rlimit');
       assert.equal(sb.cgroup.path, null);
       assert.match(sb.cgroup.reason, /--no-cgroup/);
@@ -319,7 +319,7 @@ describe('exec: clone3 refused by a seccomp filter (as in Docker)', () => {
       const sb = await sandbox(d);
       assert.equal(sb.available, true, JSON.stringify(sb));
       assert.equal(sb.cgroup.path, null);
-      assert.equal(sb.memory, 'rlimit');
+      assert.equal(sb.memory, 'watchdog');
       assert.equal(sb.procs, 'rlimit');
       assert.match(sb.cgroup.reason, /^starting a sandbox in its cgroup failed \(clone3: Function not implemented\): limits are rlimits/);
       const r = ok(await d.call('exec', { command: 'echo fine' }));

@@ -8,6 +8,7 @@
 //   const err = await p.waitFor((m) => m.id === null);  // next message matching a predicate
 //   const { code } = await p.close();                   // end stdin, wait for exit
 //   assert.deepEqual(p.badLines, []);                   // every stdout line was JSON-RPC
+//   assert.equal(p.invalidUtf8(), 0);                   // every stdout byte was UTF-8
 //
 // Every stdout line is parsed as it arrives; a line that is not one JSON-RPC 2.0 message (or an
 // array of them) goes to p.badLines, so tests can assert that stdout carries protocol only.
@@ -56,6 +57,10 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
   let stdoutBuf = '';
   let stderr = '';
   let nextId = 1;
+  // Strict decoding: a byte that is not UTF-8 is counted (then decoded leniently); a character
+  // cut between two chunks is carried over rather than broken.
+  let strict = new TextDecoder('utf-8', { fatal: true });
+  let invalidUtf8 = 0;
 
   let exitInfo = null;
   const exited = new Promise((resolve) =>
@@ -85,7 +90,13 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
   }
 
   child.stdout.on('data', (chunk) => {
-    stdoutBuf += chunk.toString('utf8');
+    try {
+      stdoutBuf += strict.decode(chunk, { stream: true });
+    } catch {
+      invalidUtf8++;
+      strict = new TextDecoder('utf-8', { fatal: true });
+      stdoutBuf += chunk.toString('utf8');
+    }
     let nl;
     while ((nl = stdoutBuf.indexOf('\n')) >= 0) {
       const line = stdoutBuf.slice(0, nl);
@@ -165,6 +176,7 @@ export function startProxy({ daemonUrl, env = {}, args = [], bin } = {}) {
     child, pid: child.pid, messages, badLines, exited,
     stderr: () => stderr,
     nextId: () => nextId++,
+    invalidUtf8: () => invalidUtf8,
     send, sendRaw, request, notify, initialize, callTool, waitFor, close,
     kill: (sig = 'SIGKILL') => child.kill(sig),
   };

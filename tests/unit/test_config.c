@@ -37,6 +37,7 @@ START_TEST(test_config_defaults)
     ck_assert_int_eq(cfg.log_level, LOG_WARN);
     ck_assert_ptr_null(cfg.token);
     ck_assert_ptr_null(cfg.user);
+    ck_assert_int_eq(cfg.workspace_quota_mb, -1); /* the workspace's kind decides (quota.h) */
 }
 END_TEST
 
@@ -77,7 +78,8 @@ START_TEST(test_config_file_sets_every_key)
 {
     const char *text = "{\"port\": 8000, \"bind\": \"::1\", \"workspace\": \"/w\", "
                        "\"allow_network\": true, \"log_level\": \"debug\", \"user\": \"bob\", "
-                       "\"fsync\": false, \"cgroup\": false, \"token_file\": \"~/tok\"}";
+                       "\"fsync\": false, \"cgroup\": false, \"token_file\": \"~/tok\", "
+                       "\"workspace_quota_mb\": 512}";
 
     ck_assert_int_eq(config_apply_file(&cfg, "/c.json", text, &err), 0);
     ck_assert_int_eq(cfg.port, 8000);
@@ -89,6 +91,7 @@ START_TEST(test_config_file_sets_every_key)
     ck_assert(!cfg.fsync);
     ck_assert(!cfg.cgroup);
     ck_assert_str_eq(cfg.token_file, "/home/u/tok"); /* "~/" expanded */
+    ck_assert_int_eq(cfg.workspace_quota_mb, 512);
 }
 END_TEST
 
@@ -108,6 +111,8 @@ static const struct {
     {"{\"user\": \"\"}", {"/c.json", "\"user\"", "empty"}},
     {"{\"port\": 1,", {"/c.json", "invalid JSON at byte", "port"}},
     {"[]", {"/c.json", "expected a JSON object", "got array"}},
+    {"{\"workspace_quota_mb\": -1}", {"/c.json", "\"workspace_quota_mb\"", "whole number 0-"}},
+    {"{\"workspace_quota_mb\": \"1G\"}", {"/c.json", "\"workspace_quota_mb\"", "a whole number"}},
 };
 
 START_TEST(test_config_file_errors_name_file_key_and_rule)
@@ -139,14 +144,14 @@ END_TEST
 
 START_TEST(test_config_args_forms)
 {
-    char *argv[] = {"runboxd",          "--port",      "0",
-                    "--bind=localhost", "--workspace", ":memory:",
-                    "--allow-network",  "--no-fsync",  "--log-level=trace",
-                    "--user",           "u",           "--version",
-                    "--no-cgroup",      NULL};
+    char *argv[] = {
+        "runboxd",  "--port",          "0",           "--bind=localhost",       "--workspace",
+        ":memory:", "--allow-network", "--no-fsync",  "--log-level=trace",      "--user",
+        "u",        "--version",       "--no-cgroup", "--workspace-quota-mb=0", NULL};
 
-    ck_assert_int_eq(config_apply_args(&cfg, 13, argv, &err), 0);
+    ck_assert_int_eq(config_apply_args(&cfg, 14, argv, &err), 0);
     ck_assert(!cfg.cgroup);
+    ck_assert_int_eq(cfg.workspace_quota_mb, 0);
     ck_assert_int_eq(cfg.port, 0);
     ck_assert_str_eq(cfg.bind, "127.0.0.1");
     ck_assert_str_eq(cfg.workspace, ":memory:");
@@ -174,6 +179,7 @@ static const struct {
     {3, {"runboxd", "--bind", "1.2.3"}, "--bind"},
     {3, {"runboxd", "--workspace", ""}, "--workspace: expected a directory or :memory:"},
     {2, {"runboxd", "port"}, "unknown option \"port\""},
+    {3, {"runboxd", "--workspace-quota-mb", "lots"}, "--workspace-quota-mb: expected a whole"},
 };
 
 START_TEST(test_config_args_errors)
@@ -310,9 +316,10 @@ END_TEST
 START_TEST(test_config_usage_lists_every_flag)
 {
     static const char *const flags[] = {
-        "--port",      "--bind",      "--workspace", "--config",       "--allow-network",
-        "--log-level", "--user",      "--no-fsync",  "--token-file",   "--version",
-        "--help",      "--no-cgroup", "--network",   "--allow-domain", "--cache-dir"};
+        "--port",          "--bind",         "--workspace", "--config",
+        "--allow-network", "--log-level",    "--user",      "--no-fsync",
+        "--token-file",    "--version",      "--help",      "--no-cgroup",
+        "--network",       "--allow-domain", "--cache-dir", "--workspace-quota-mb"};
 
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         ck_assert_ptr_nonnull(strstr(config_usage(), flags[i]));

@@ -4,6 +4,7 @@
 #include "console.h"
 
 #include <check.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,25 @@
 
 #include "tools.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+/* The sanitizer runtime's; gcc ships no header for it. */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
+
 static struct console *c;
+
+/* Bytes the allocator has handed out and not yet had back (ASan's allocator replaces malloc's,
+ * so under ASan it is the one to ask). */
+static size_t heap_in_use(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    struct mallinfo2 mi = mallinfo2();
+
+    return mi.uordblks + mi.hblkhd;
+#endif
+}
 
 static void setup(void)
 {
@@ -169,6 +188,24 @@ START_TEST(test_console_keeps_instance_and_given_time)
     ck_assert_str_eq(cJSON_GetObjectItem(e, "ts")->valuestring, "2001-09-09T01:46:40.123Z");
     ck_assert_ptr_null(cJSON_GetObjectItem(e, "pid"));
     cJSON_Delete(r);
+}
+END_TEST
+
+/* The memory an entry holds follows its message: short messages cost bytes, not the
+ * CONSOLE_MSG_MAX-sized buffer each was cleaned in (issue 12: RSS grew ~4 KiB per exec). */
+START_TEST(test_console_short_entries_hold_little_memory)
+{
+    struct errinfo err = {0};
+    struct console *big = console_new(2000, 64u << 20, &err);
+    size_t before;
+
+    ck_assert_ptr_nonnull(big);
+    before = heap_in_use();
+    for (int i = 0; i < 2000; i++)
+        console_appendf(big, CONSOLE_INFO, CONSOLE_SRC_EXEC, (uint64_t)i, "$ true");
+    /* 2000 entries of 6 bytes: well under 256 bytes each, allocator overhead included. */
+    ck_assert_uint_lt(heap_in_use() - before, (size_t)2000 * 256);
+    console_free(big);
 }
 END_TEST
 
@@ -426,6 +463,7 @@ static Suite *console_suite(void)
     tcase_add_test(ring, test_console_keeps_instance_and_given_time);
     tcase_add_test(ring, test_console_clear_keeps_ids_increasing);
     tcase_add_test(ring, test_console_names_parse_both_ways);
+    tcase_add_test(ring, test_console_short_entries_hold_little_memory);
     suite_add_tcase(s, ring);
     tcase_add_checked_fixture(qc, setup, teardown);
     tcase_add_test(qc, test_console_filters_level_and_source);

@@ -110,6 +110,7 @@ START_TEST(test_exec_argv_layout)
         .env = env,
         .nenv = 2,
         .tmp_mb = 64,
+        .shm_mb = 128,
         .uid = 1000,
         .gid = 1001,
         .sysdir = {EXEC_SYSDIR_SYMLINK, EXEC_SYSDIR_SYMLINK, EXEC_SYSDIR_ABSENT, EXEC_SYSDIR_DIR}};
@@ -125,10 +126,17 @@ START_TEST(test_exec_argv_layout)
     ck_assert_str_eq(argv[n - 1], "echo hi");
     ck_assert_str_eq(find_after(argv, "--chdir", 0), "/workspace/src/app");
     ck_assert_str_eq(find_after(argv, "--bind", 0), "/mnt");
-    ck_assert_str_eq(find_after(argv, "--size", 0), "67108864");
+    /* Every tmpfs a command can write has a size: /dev/shm the memory limit, /tmp its own; /dev
+     * itself is read-only. */
+    ck_assert_str_eq(find_after(argv, "--size", 0), "134217728");
+    ck_assert_str_eq(find_after(argv, "--tmpfs", 0), "/dev/shm");
+    ck_assert_str_eq(find_after(argv, "--size", 1), "67108864");
+    ck_assert_str_eq(find_after(argv, "--tmpfs", 1), "/tmp");
+    ck_assert_ptr_null(find_after(argv, "--tmpfs", 2));
     ck_assert_str_eq(find_after(argv, "--uid", 0), "1000");
     ck_assert_str_eq(find_after(argv, "--gid", 0), "1001");
-    ck_assert_str_eq(find_after(argv, "--remount-ro", 0), "/");
+    ck_assert_str_eq(find_after(argv, "--remount-ro", 0), "/dev");
+    ck_assert_str_eq(find_after(argv, "--remount-ro", 1), "/");
     /* usr-merged dirs are links, a real /sbin is bound, a missing /lib64 is left out */
     ck_assert_str_eq(find_after(argv, "--symlink", 0), "usr/bin");
     ck_assert_str_eq(find_after(argv, "--symlink", 1), "usr/lib");
@@ -136,10 +144,13 @@ START_TEST(test_exec_argv_layout)
     ck_assert(!has(argv, "/lib64"));
     ck_assert(has(argv, "/sbin"));
     ck_assert(has(argv, "/etc/passwd") && !has(argv, "/etc/shadow") && !has(argv, "/etc"));
-    static const char *const flags[] = {"--unshare-all", "--unshare-user",   "--die-with-parent",
-                                        "--new-session", "--disable-userns", "--clearenv"};
+    static const char *const flags[] = {"--unshare-user",   "--unshare-pid",     "--unshare-net",
+                                        "--unshare-uts",    "--die-with-parent", "--new-session",
+                                        "--disable-userns", "--clearenv"};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         ck_assert_msg(has(argv, flags[i]), "%s missing", flags[i]);
+    /* IPC is the daemon's child's namespace (with System V memory bounded), not bwrap's. */
+    ck_assert(!has(argv, "--unshare-all") && !has(argv, "--unshare-ipc"));
     ck_assert_str_eq(find_after(argv, "--cap-drop", 0), "ALL");
     ck_assert(!has(argv, "--share-net"));
     /* the defaults first, then the call's variables, so the call's win */
@@ -162,7 +173,7 @@ START_TEST(test_exec_argv_network_and_root_cwd)
     char **argv = exec_build_argv(&s, &err);
 
     ck_assert_ptr_nonnull(argv);
-    ck_assert(has(argv, "--share-net"));
+    ck_assert(has(argv, "--share-net") && !has(argv, "--unshare-net"));
     ck_assert_str_eq(find_after(argv, "--chdir", 0), "/workspace");
     free(argv);
     s.cwd = "relative";
@@ -256,6 +267,18 @@ START_TEST(test_exec_text_limits)
     t = text_of(&o);
     ck_assert_ptr_nonnull(strstr(t, "[killed: memory limit]"));
     free(t);
+    o = (struct exec_outcome){
+        .exit_code = 137, .quota_exceeded = true, .quota_mb = 24, .quota_used_mb = 30};
+    t = text_of(&o);
+    ck_assert_str_eq(t, "[exit code 137 (SIGKILL)]\n"
+                        "[killed: workspace is full (quota 24 MiB, used 30 MiB)]\n");
+    free(t);
+    {
+        cJSON *j = exec_outcome_json(&o);
+
+        ck_assert_str_eq(cJSON_GetObjectItem(j, "killed")->valuestring, "workspace quota");
+        cJSON_Delete(j);
+    }
     o = (struct exec_outcome){.exit_code = 200};
     ck_assert_ptr_null(exec_signal_name(&o));
     o.exit_code = 130;

@@ -217,6 +217,26 @@ START_TEST(test_tools_search)
 }
 END_TEST
 
+/* What the walk leaves out is said, with and without matches. */
+START_TEST(test_tools_search_says_what_it_skipped)
+{
+    char args[1024] = "{\"path\":\"";
+
+    for (int i = 0; i < 260; i++)
+        strcat(args, "/d");
+    strcat(args, "/deep.txt\",\"content\":\"needle\"}");
+    call_ok("write_file", args);
+    call_ok("write_file", "{\"path\":\"/top.txt\",\"content\":\"needle\"}");
+    call_ok("search", "{\"query\":\"absent\"}");
+    ck_assert_str_eq(res.data, "no matches for \"absent\" under / (1 file searched; 1 directory "
+                               "deeper than 256 levels not searched (give a path inside to "
+                               "search there))");
+    call_ok("search", "{\"query\":\"needle\"}");
+    ck_assert_str_eq(res.data, "/top.txt:1: needle\n[not searched: 1 directory deeper than 256 "
+                               "levels not searched (give a path inside to search there)]");
+}
+END_TEST
+
 /* ---- the table against the catalog ---- */
 
 START_TEST(test_tools_table_matches_catalog)
@@ -300,6 +320,7 @@ static Suite *tools_suite(void)
     tcase_add_test(tc, test_tools_list_dir);
     tcase_add_test(tc, test_tools_remove);
     tcase_add_test(tc, test_tools_search);
+    tcase_add_test(tc, test_tools_search_says_what_it_skipped);
     tcase_add_test(tc, test_tools_table_matches_catalog);
     suite_add_tcase(s, tc);
 

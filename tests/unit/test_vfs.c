@@ -127,6 +127,20 @@ static const struct norm_row norm_rows[] = {
     {"/a\\b", NULL, ERR_INVALID},
     {"\\..\\etc", NULL, ERR_INVALID},
     {"/src/main.js", "/src/main.js", ERR_NONE},
+    /* Names (vfs.h): escapes read back, canonical out, raw bytes escaped. */
+    {"/caf\\xE9", "/caf\\xe9", ERR_NONE},
+    {"/caf\xe9", "/caf\\xe9", ERR_NONE},
+    {"/caf\xc3\xa9", "/caf\xc3\xa9", ERR_NONE},
+    {"/a\\\\b", "/a\\\\b", ERR_NONE},
+    {"/a\nb", "/a\\x0ab", ERR_NONE},
+    {"/a\\x0Ab", "/a\\x0ab", ERR_NONE},
+    {"/\\x41", "/A", ERR_NONE},
+    {"/\\x2e\\x2e/x", "/x", ERR_NONE},
+    {"/\\x2f", NULL, ERR_INVALID},
+    {"/\\x00", NULL, ERR_INVALID},
+    {"/\\x4", NULL, ERR_INVALID},
+    {"/\\xzz", NULL, ERR_INVALID},
+    {"/a\\", NULL, ERR_INVALID},
 };
 
 START_TEST(test_vfs_normalize_table)
@@ -142,6 +156,59 @@ START_TEST(test_vfs_normalize_table)
         ck_assert_int_eq(rc, -1);
         ck_assert_int_eq(err.kind, r->kind);
     }
+}
+END_TEST
+
+/* Normalizing twice changes nothing, whatever the bytes. */
+START_TEST(test_vfs_normalize_idempotent)
+{
+    static const char *const ins[] = {"/caf\xe9/\xff\xfe", "/a\\\\b/\\x41\\x0a", "/n\nl/\x7f",
+                                      "/\xed\xa0\x80", "/ok/\xe2\x82\xac"};
+    char once[VFS_PATH_MAX + 1], twice[VFS_PATH_MAX + 1];
+
+    for (size_t i = 0; i < sizeof(ins) / sizeof(ins[0]); i++) {
+        ck_assert_int_eq(vfs_normalize(ins[i], once, sizeof(once), &err), 0);
+        ck_assert_int_eq(vfs_normalize(once, twice, sizeof(twice), &err), 0);
+        ck_assert_str_eq(once, twice);
+        /* What the tools send is UTF-8 without control characters. */
+        for (const char *p = once; *p; p++)
+            ck_assert((unsigned char)*p >= 0x20 && *p != 0x7f);
+    }
+}
+END_TEST
+
+/* A file whose name is not UTF-8 (made by a command) is listed in the escaped form, and read,
+ * written and removed with it. */
+START_TEST(test_vfs_names_round_trip)
+{
+    struct vfs_listing l = {0};
+    struct vfs_data d = {0};
+    uint64_t removed = 0;
+
+    put_host("ws/caf\xe9", "latin-1", 7);
+    put_host("ws/back\\slash", "bs", 2);
+    ck_assert_int_eq(vfs_list(v, "/", 0, &l, &err), 0);
+    ck_assert_uint_eq(l.count, 2);
+    ck_assert_str_eq(l.entries[0].name, "back\\\\slash");
+    ck_assert_str_eq(l.entries[1].name, "caf\\xe9");
+    ck_assert_int_eq(vfs_read(v, "/caf\\xe9", 0, 0, &d, &err), 0);
+    ck_assert_str_eq(d.data, "latin-1");
+    vfs_data_cleanup(&d);
+    ck_assert_int_eq(vfs_read(v, "/back\\\\slash", 0, 0, &d, &err), 0);
+    ck_assert_str_eq(d.data, "bs");
+    vfs_data_cleanup(&d);
+    ck_assert_int_eq(vfs_write(v, "/dir\\xff/new\\x01", "n", 1, NULL, &err), 0);
+    {
+        char buf[8];
+
+        ck_assert_int_eq(get_host("ws/dir\xff/new\x01", buf, sizeof(buf)), 1);
+        ck_assert_int_eq(buf[0], 'n');
+    }
+    ck_assert_int_eq(vfs_remove(v, "/caf\\xE9", false, &removed, &err), 0);
+    ck_assert_int_eq(vfs_remove(v, "/dir\\xff", true, &removed, &err), 0);
+    ck_assert_int_eq(access(hp("ws/caf\xe9"), F_OK), -1);
+    ck_assert_int_eq(access(hp("ws/dir\xff"), F_OK), -1);
+    vfs_listing_cleanup(&l);
 }
 END_TEST
 
@@ -817,6 +884,7 @@ static Suite *vfs_suite(void)
     tcase_add_loop_test(tc, test_vfs_normalize_table, 0,
                         (int)(sizeof(norm_rows) / sizeof(norm_rows[0])));
     tcase_add_test(tc, test_vfs_normalize_limits);
+    tcase_add_test(tc, test_vfs_normalize_idempotent);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("confinement");
@@ -849,6 +917,7 @@ static Suite *vfs_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_vfs_list_sorted_types);
     tcase_add_test(tc, test_vfs_list_capped);
+    tcase_add_test(tc, test_vfs_names_round_trip);
     tcase_add_loop_test(tc, test_vfs_temp_names, 0, sizeof(temp_rows) / sizeof(temp_rows[0]));
     tcase_add_test(tc, test_vfs_temps_hidden_and_swept);
     tcase_add_test(tc, test_vfs_stat_types);

@@ -175,6 +175,115 @@ START_TEST(test_vfs_search_bad_regex)
 }
 END_TEST
 
+/* PCRE2: Perl classes, assertions and lazy repeats work (glibc's regex silently matched
+ * nothing for \\d+). */
+START_TEST(test_vfs_search_perl_syntax)
+{
+    put("ws/p.txt", "no digits here\nport 8080\nfoobar\nfoobaz\na  b\nword wordy\n<a><b>\n");
+    run((struct vfs_search_opts){.query = "\\d+", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/p.txt:2: port 8080\n");
+    run((struct vfs_search_opts){.query = "foo(?=bar)", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/p.txt:3: foobar\n");
+    run((struct vfs_search_opts){.query = "a\\s{2}b", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/p.txt:5: a  b\n");
+    run((struct vfs_search_opts){.query = "\\bword\\b", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/p.txt:6: word wordy\n");
+    run((struct vfs_search_opts){.query = "<.+?>", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/p.txt:7: <a><b>\n");
+    /* An inline option: no literal prefilter may assume case. */
+    run((struct vfs_search_opts){.query = "(?i)FOOBAZ", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/p.txt:4: foobaz\n");
+    /* A match of \\s+ that would run into the next line counts for the line alone. */
+    run((struct vfs_search_opts){.query = "here\\s+port", .regex = true, .case_sensitive = true});
+    ck_assert_uint_eq(res.matches, 0);
+}
+END_TEST
+
+/* The literal prefilter reads PCRE2's escapes and classes right: a literal it wrongly required
+ * would hide these lines. */
+START_TEST(test_vfs_search_prefilter_reads_pcre)
+{
+    put("ws/e.txt", "A4243\n]yz\nxyz\na.b\naxb\n\xE2\x84\xAA"
+                    "elvin\n\xC5\xBFtop\n");
+    run((struct vfs_search_opts){.query = "\\x414243", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:1: A4243\n");
+    run((struct vfs_search_opts){.query = "[\\]x]yz", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:2: ]yz\n/e.txt:3: xyz\n");
+    run((struct vfs_search_opts){.query = "\\Qa.b\\E", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:4: a.b\n");
+    /* Caseless in UTF mode k matches the Kelvin sign and s the long s. */
+    run((struct vfs_search_opts){.query = "kelvi.", .regex = true, .case_sensitive = false});
+    ck_assert_str_eq(res.text, "/e.txt:6: \xE2\x84\xAA"
+                               "elvin\n");
+    run((struct vfs_search_opts){.query = "stop$", .regex = true, .case_sensitive = false});
+    ck_assert_str_eq(res.text, "/e.txt:7: \xC5\xBFtop\n");
+}
+END_TEST
+
+/* A catastrophic pattern ends the search with "pattern too complex" (the backtracking budget),
+ * not after the minutes it would take: without the budget this test runs into its timeout. */
+START_TEST(test_vfs_search_pattern_too_complex)
+{
+    char line[200];
+    struct vfs_search_opts o = {.query = "(a*)*\\1\\1b", .regex = true, .case_sensitive = true};
+
+    memset(line, 'a', 120);
+    memcpy(line + 120, "cb\n", 4);
+    put("ws/ok.txt", "b\n");
+    put("ws/slow.txt", line);
+    ck_assert_int_eq(vfs_search(v, &o, &res, &err), -1);
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "search: pattern too complex") && strstr(err.msg, "/slow.txt:1"),
+                  "%s", err.msg);
+    /* Behind a literal prefilter too: the line holds "XYZ", the regex then blows up. */
+    errinfo_clear(&err);
+    memcpy(line, "XYZ ", 4);
+    put("ws/slow.txt", line);
+    o.query = "XYZ.(a*)*\\1\\1b";
+    ck_assert_int_eq(vfs_search(v, &o, &res, &err), -1);
+    ck_assert_msg(strstr(err.msg, "pattern too complex"), "%s", err.msg);
+}
+END_TEST
+
+static bool cancel_now(void *ctx)
+{
+    return ++*(int *)ctx > 1; /* the first file is searched, then it is cancelled */
+}
+
+START_TEST(test_vfs_search_cancelled)
+{
+    int polls = 0;
+    struct vfs_search_opts o = {
+        .query = "x", .case_sensitive = true, .cancelled = cancel_now, .cancel_ctx = &polls};
+
+    put("ws/a.txt", "x\n");
+    put("ws/b.txt", "x\n");
+    ck_assert_int_eq(vfs_search(v, &o, &res, &err), -1);
+    ck_assert_int_eq(err.kind, ERR_CANCELLED);
+    ck_assert_ptr_nonnull(strstr(err.msg, "cancelled"));
+}
+END_TEST
+
+/* Below VFS_SEARCH_DEPTH_MAX levels nothing is searched, and the result says so. */
+START_TEST(test_vfs_search_reports_what_is_too_deep)
+{
+    char rel[1024] = "ws";
+
+    for (int i = 0; i < VFS_SEARCH_DEPTH_MAX + 2; i++) {
+        strcat(rel, "/d");
+        if (strlen(rel) + 16 >= sizeof(rel) - strlen(base))
+            break;
+        mkd(rel);
+    }
+    ck_assert_uint_gt(strlen(rel), 2 * VFS_SEARCH_DEPTH_MAX);
+    put(strcat(rel, "/deep.txt"), "needle\n");
+    put("ws/top.txt", "needle\n");
+    run((struct vfs_search_opts){.query = "needle", .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/top.txt:1: needle\n");
+    ck_assert_uint_eq(res.dirs_too_deep, 1);
+}
+END_TEST
+
 /* ---- filters and caps ---- */
 
 START_TEST(test_vfs_search_ext_and_path_filter)
@@ -288,12 +397,18 @@ START_TEST(test_vfs_search_invalid_utf8_sanitized)
     ck_assert_str_eq(res.text, "/u.txt:1: bad \xef\xbf\xbd\xef\xbf\xbd ok \xc3\xa9 "
                                "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd needle\n");
 
-    /* File names too: an invalid byte or a newline would break the "path:line: text" lines. */
+    /* File names are escaped, as every VFS path (vfs.h, Names): valid UTF-8 on one line, and
+     * the same spelling the file tools take back. */
     ck_assert_int_eq(unlink(hp("ws/u.txt")), 0);
     put("ws/b\xff.txt", "needle\n");
     put("ws/n\nl.txt", "needle\n");
+    put("ws/s\\l.txt", "needle\n");
     run((struct vfs_search_opts){.query = "needle", .case_sensitive = true});
-    ck_assert_str_eq(res.text, "/b\xef\xbf\xbd.txt:1: needle\n/n\xef\xbf\xbdl.txt:1: needle\n");
+    ck_assert_str_eq(res.text, "/b\\xff.txt:1: needle\n/n\\x0al.txt:1: needle\n"
+                               "/s\\\\l.txt:1: needle\n");
+    /* A start path in that spelling searches that file. */
+    run((struct vfs_search_opts){.query = "needle", .path = "/b\\xFF.txt", .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/b\\xff.txt:1: needle\n");
 }
 END_TEST
 
@@ -386,6 +501,11 @@ static Suite *vfs_search_suite(void)
     tcase_add_test(tc, test_vfs_search_case_insensitive);
     tcase_add_test(tc, test_vfs_search_regex);
     tcase_add_test(tc, test_vfs_search_bad_regex);
+    tcase_add_test(tc, test_vfs_search_perl_syntax);
+    tcase_add_test(tc, test_vfs_search_prefilter_reads_pcre);
+    tcase_add_test(tc, test_vfs_search_pattern_too_complex);
+    tcase_add_test(tc, test_vfs_search_cancelled);
+    tcase_add_test(tc, test_vfs_search_reports_what_is_too_deep);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("filter");
