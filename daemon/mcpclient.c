@@ -1210,15 +1210,21 @@ int mcpclient_start(struct mcpclient *c, struct errinfo *err)
 
     if (c->spec->error || !c->spec->enabled || c->started)
         return 0;
+    /* Under the lock: other servers' threads and HTTP handlers read the state meanwhile. */
+    pthread_mutex_lock(&c->mu);
     c->state = MCPCLIENT_CONNECTING;
+    c->started = true; /* before the thread runs: it reads the flags beside this one */
+    pthread_mutex_unlock(&c->mu);
     rc = pthread_create(&c->thread, NULL, thread_main, c);
     if (rc != 0) {
         errno = rc;
         errinfo_sys(err, "no thread for MCP server %s", c->spec->name);
+        pthread_mutex_lock(&c->mu);
         c->state = MCPCLIENT_FAILED;
+        c->started = false;
+        pthread_mutex_unlock(&c->mu);
         return -1;
     }
-    c->started = true;
     return 0;
 }
 
