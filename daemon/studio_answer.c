@@ -81,8 +81,8 @@ static int finish_image(cJSON *doc, struct errinfo *err)
     }
     b64 = tools_base64_encode(png, png_len, NULL);
     free(png);
-    if (!b64 || !cJSON_ReplaceItemInObjectCaseSensitive(doc, "data", cJSON_CreateString(b64)) ||
-        !cJSON_ReplaceItemInObjectCaseSensitive(doc, "format", cJSON_CreateString("png"))) {
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "format"); /* mimeType says it now */
+    if (!b64 || !cJSON_ReplaceItemInObjectCaseSensitive(doc, "data", cJSON_CreateString(b64))) {
         free(b64);
         errinfo_set(err, ERR_NOMEM, "out of memory finishing Studio's screenshot");
         return -1;

@@ -5,6 +5,7 @@
  *
  * For each answer: the tool must have an outputSchema that lists its fields (properties);
  * Roblox's [] for an empty object is mended as runboxd mends it (schema_coerce_empty_objects);
+ * an image tool's picture (data, format) is left out, since it becomes image content;
  * the answer must validate; and every top-level member must be declared, except the ones any
  * Studio answer may carry (note, undo, replayed, queue_ahead: docs/studio.md). Prints one line
  * per problem and a summary; exits 1 when there was any, 2 on a usage or I/O error. */
@@ -68,6 +69,12 @@ static int check_line(char *line)
     if (!answer) {
         printf("%s: the answer is not JSON: %.80s\n", line, tab + 1);
         return 1;
+    }
+    if (catalog_tool_answers_image(t)) {
+        /* The plugin's picture and its encoding become the image content (runboxd makes it a
+         * PNG), not structuredContent. */
+        cJSON_DeleteItemFromObjectCaseSensitive(answer, "data");
+        cJSON_DeleteItemFromObjectCaseSensitive(answer, "format");
     }
     if (schema_coerce_empty_objects(schema, &answer) < 0) {
         puts("out of memory");
