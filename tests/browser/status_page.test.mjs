@@ -15,6 +15,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { launchChromium } from '../lib/browser.mjs';
 import { startDaemon } from '../lib/daemon.mjs';
+import { serverPaths } from '../lib/readable.mjs';
 import { until } from '../lib/wait.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -161,7 +162,8 @@ describe('the status page with external MCP servers', () => {
   before(async () => {
     tmp = mkdtempSync(path.join(os.tmpdir(), 'page-registry-'));
     chmodSync(tmp, 0o755); // runboxd started as root serves as nobody: it reads the config here
-    const script = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../lib/mcpservers.mjs');
+    // A path runboxd's account can read (a copy when the checkout is under a private home).
+    const script = path.join(serverPaths().lib, 'mcpservers.mjs');
     writeFileSync(path.join(tmp, 'config.json'), JSON.stringify({ mcpServers: {
       st: { command: process.execPath, args: [script, 'stdio', 'st'] },
       down: { url: 'http://127.0.0.1:9/mcp' },

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { request, runboxdPath, startDaemon } from '../lib/daemon.mjs';
+import { serverPaths } from '../lib/readable.mjs';
 import { resultText, runboxPath, runRunbox, startProxy } from '../lib/proxy.mjs';
 import { until } from '../lib/wait.mjs';
 
@@ -417,7 +418,8 @@ describe('a daemon with external MCP servers', () => {
   before(async () => {
     tmp = mkdtempSync(path.join(os.tmpdir(), 'cli-registry-'));
     chmodSync(tmp, 0o755); // runboxd started as root serves as nobody: it reads the config here
-    const script = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../lib/mcpservers.mjs');
+    // A path runboxd's account can read (a copy when the checkout is under a private home).
+    const script = path.join(serverPaths().lib, 'mcpservers.mjs');
     const config = { mcpServers: {
       st: { command: process.execPath, args: [script, 'stdio', 'st'] },
       down: { url: `http://127.0.0.1:${await freePort()}/mcp` },

@@ -15,11 +15,13 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startDaemon } from '../lib/daemon.mjs';
+import { serverPaths } from '../lib/readable.mjs';
 import { startProxy } from '../lib/proxy.mjs';
 import { startWsServer } from '../lib/mcpservers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = path.join(here, '..', 'node_modules', '@modelcontextprotocol');
+// Paths runboxd's account can read (a copy when the checkout is under a private home).
+const modules = path.join(serverPaths().modules, '@modelcontextprotocol');
 const everything = path.join(modules, 'server-everything', 'dist', 'index.js');
 const filesystem = path.join(modules, 'server-filesystem', 'dist', 'index.js');
 

@@ -17,13 +17,16 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startDaemon } from '../lib/daemon.mjs';
+import { serverPaths } from '../lib/readable.mjs';
 import { startWsServer } from '../lib/mcpservers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = path.join(here, '..', 'node_modules', '@modelcontextprotocol');
+// Paths runboxd's account can read (a copy when the checkout is under a private home).
+const readable = serverPaths();
+const modules = path.join(readable.modules, '@modelcontextprotocol');
 const everything = path.join(modules, 'server-everything', 'dist', 'index.js');
 const filesystem = path.join(modules, 'server-filesystem', 'dist', 'index.js');
-const testServerScript = path.join(here, '..', 'lib', 'mcpservers.mjs');
+const testServerScript = path.join(readable.lib, 'mcpservers.mjs');
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'registry-test-'));
 chmodSync(tmp, 0o755); // runboxd started as root serves as nobody: its servers read here
