@@ -725,6 +725,7 @@ int call_run(struct call *c, struct tools_result *out, struct errinfo *err)
     memset(out, 0, sizeof(*out));
     if (call_is_cancelled(c)) {
         errinfo_set(err, ERR_CANCELLED, "%s was cancelled before it started", name);
+        log_info("call: %s %s", c->id, err->msg); /* nobody hears the answer: the log does */
         return -1;
     }
     if (c->progress && c->budget >= 0)

@@ -191,7 +191,9 @@ async function searchInUse(d) {
 
 // The log lines of searches that stopped because they were cancelled.
 function cancelledSearches(d) {
-  return d.stderr().split('\n').filter((l) => /search: call \S+ search: cancelled after/.test(l));
+  // Stopped by its cancel check, or cancelled between admission and its start (call.c).
+  const stopped = /search: call \S+ search: cancelled after|call: \S+ search was cancelled before/;
+  return d.stderr().split('\n').filter((l) => stopped.test(l));
 }
 
 describe('a cancelled search stops and gives back its slot', () => {
