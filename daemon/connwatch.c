@@ -42,6 +42,13 @@ struct connwatch {
     int wake_fd;
     bool stop;
     struct entry e[CONNWATCH_MAX];
+    /* The watch thread's poll set, here rather than thread-local: every thread of the process
+     * gets a copy of each _Thread_local object, and runboxd has 320 of them. */
+    struct pollfd fds[CONNWATCH_MAX + 1];
+    struct watched {
+        int idx;
+        uint32_t gen;
+    } who[CONNWATCH_MAX];
 };
 
 static void wake(struct connwatch *w)
@@ -54,11 +61,8 @@ static void wake(struct connwatch *w)
 static void *watch_thread(void *arg)
 {
     struct connwatch *w = arg;
-    static _Thread_local struct pollfd fds[CONNWATCH_MAX + 1];
-    static _Thread_local struct {
-        int idx;
-        uint32_t gen;
-    } who[CONNWATCH_MAX];
+    struct pollfd *fds = w->fds;
+    struct watched *who = w->who;
 
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {

@@ -342,7 +342,9 @@ static int line_add(struct linebuf *b, const char *p, size_t n)
 /* Reads what fd has; 1 at EOF, -1 on error, 0 otherwise. */
 static int read_lines(struct mcpclient *c, int fd, struct linebuf *b, bool is_out)
 {
-    static _Thread_local char buf[READ_CHUNK];
+    /* On the client thread's stack (8 MiB): a _Thread_local buffer would be copied into every
+     * thread of runboxd, 64 KiB times its 320 workers. */
+    char buf[READ_CHUNK];
 
     for (int rounds = 0; rounds < 64; rounds++) {
         ssize_t n = read(fd, buf, sizeof(buf));
