@@ -242,60 +242,45 @@ static int put_sandbox_status(struct api *a, struct jsonbuf *b)
                         NULL);
 }
 
-/* ,"calls":{...}: the call service's budget table (call.h). */
-static int put_calls_status(struct api *a, struct jsonbuf *b)
+/* ,"<key>":<j as compact JSON> (null when j is NULL); takes j. */
+static int put_member(struct jsonbuf *b, const char *key, cJSON *j)
 {
-    cJSON *j = call_service_budget_json(a->calls);
     char *text = j ? cJSON_PrintUnformatted(j) : NULL;
     int rc;
 
     cJSON_Delete(j);
-    rc = jsonbuf_puts(b, ",\"calls\":", NULL);
+    rc = jsonbuf_puts(b, ",\"", NULL);
+    rc |= jsonbuf_puts(b, key, NULL);
+    rc |= jsonbuf_puts(b, "\":", NULL);
     rc |= jsonbuf_puts(b, text ? text : "null", NULL);
     free(text);
     return rc;
+}
+
+/* ,"calls":{...}: the call service's budget table (call.h). */
+static int put_calls_status(struct api *a, struct jsonbuf *b)
+{
+    return put_member(b, "calls", call_service_budget_json(a->calls));
 }
 
 /* ,"http":{...}: the workers and the deadlines for slow requests (http_guard.h). */
 static int put_http_status(struct api *a, struct jsonbuf *b)
 {
-    cJSON *j = http_guard_status_json(a->guard);
-    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
-    int rc;
-
-    cJSON_Delete(j);
-    rc = jsonbuf_puts(b, ",\"http\":", NULL);
-    rc |= jsonbuf_puts(b, text ? text : "null", NULL);
-    free(text);
-    return rc;
+    return put_member(b, "http", http_guard_status_json(a->guard));
 }
 
 /* ,"mcp":{...}: the MCP endpoints' sessions and streams. */
 static int put_mcp_status(struct api *a, struct jsonbuf *b)
 {
-    cJSON *j = a->mcp ? api_mcp_status_json(a->mcp) : NULL;
-    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
-    int rc;
-
-    cJSON_Delete(j);
-    rc = jsonbuf_puts(b, ",\"mcp\":", NULL);
-    rc |= jsonbuf_puts(b, text ? text : "null", NULL);
-    free(text);
-    return rc;
+    return put_member(b, "mcp", a->mcp ? api_mcp_status_json(a->mcp) : NULL);
 }
 
 /* ,"mcp_servers":{...}: the external servers' states (registry.h), or null. */
 static int put_registry_status(struct api *a, struct jsonbuf *b)
 {
-    cJSON *j = a->tools && a->tools->registry ? registry_health_json(a->tools->registry) : NULL;
-    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
-    int rc;
-
-    cJSON_Delete(j);
-    rc = jsonbuf_puts(b, ",\"mcp_servers\":", NULL);
-    rc |= jsonbuf_puts(b, text ? text : "null", NULL);
-    free(text);
-    return rc;
+    return put_member(b, "mcp_servers",
+                      a->tools && a->tools->registry ? registry_health_json(a->tools->registry)
+                                                     : NULL);
 }
 
 /* GET /mcp-servers: every external server's state. */
