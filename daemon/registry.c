@@ -814,21 +814,27 @@ void registry_list_resources(struct registry *r, cJSON *arr)
     registry_unhold(h);
 }
 
+/* The server of the served prompt or resource called name in list (held), or NULL; *orig gets a
+ * copy of the name its server gives it (NULL when out of memory: callers then use name). */
+static struct server *find_served(struct registry *r, const struct served *list, size_t n,
+                                  const char *name, char **orig)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i].name, name) == 0) {
+            *orig = strdup(list[i].orig);
+            return &r->servers[list[i].server];
+        }
+    return NULL;
+}
 int registry_get_prompt(struct registry *r, const char *name, const cJSON *args, cJSON **out,
                         struct errinfo *err)
 {
     struct registry_hold *h = take_hold(r);
-    struct server *s = NULL;
-    cJSON *params;
     char *orig = NULL;
+    struct server *s = find_served(r, h->prompts, h->nprompts, name, &orig);
+    cJSON *params;
     int rc;
 
-    for (size_t i = 0; i < h->nprompts; i++)
-        if (strcmp(h->prompts[i].name, name) == 0) {
-            s = &r->servers[h->prompts[i].server];
-            orig = strdup(h->prompts[i].orig);
-            break;
-        }
     registry_unhold(h);
     if (!s) {
         free(orig); /* NULL: nothing was found */
@@ -850,17 +856,11 @@ int registry_get_prompt(struct registry *r, const char *name, const cJSON *args,
 int registry_read_resource(struct registry *r, const char *uri, cJSON **out, struct errinfo *err)
 {
     struct registry_hold *h = take_hold(r);
-    struct server *s = NULL;
-    cJSON *params, *c;
     char *orig = NULL;
+    struct server *s = find_served(r, h->resources, h->nresources, uri, &orig);
+    cJSON *params, *c;
     int rc;
 
-    for (size_t i = 0; i < h->nresources; i++)
-        if (strcmp(h->resources[i].name, uri) == 0) {
-            s = &r->servers[h->resources[i].server];
-            orig = strdup(h->resources[i].orig);
-            break;
-        }
     registry_unhold(h);
     if (!s) {
         free(orig); /* NULL: nothing was found */
