@@ -106,6 +106,24 @@ static const char *skip_escape(const char *p, const char **lit, size_t *litlen)
     }
 }
 
+/* The ":]" (or ".]", "=]") that ends the POSIX class name after "[:" at p (p[0] is ':', '.' or
+ * '='), or NULL when the "[" is a plain member: as PCRE2 decides it, a "]" or another "[:"
+ * before the terminator means no POSIX name ("[[:a]x" is the class of '[', ':' and 'a'). */
+static const char *posix_end(const char *p)
+{
+    char t = *p++;
+
+    for (; p[0] && p[1]; p++) {
+        if (p[0] == '\\' && (p[1] == ']' || p[1] == '\\'))
+            p++;
+        else if ((p[0] == '[' && p[1] == t) || p[0] == ']')
+            return NULL;
+        else if (p[0] == t && p[1] == ']')
+            return p;
+    }
+    return NULL;
+}
+
 /* Skips the character class that starts at p ('['); returns the byte after its ']'. */
 static const char *skip_bracket(const char *p)
 {
@@ -119,8 +137,8 @@ static const char *skip_bracket(const char *p)
             p = skip_quoted(p + 2);
         } else if (*p == '\\' && p[1]) {
             p += 2;
-        } else if (*p == '[' && p[1] == ':') {
-            const char *close = strstr(p + 2, ":]");
+        } else if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+            const char *close = posix_end(p + 1);
 
             p = close ? close + 2 : p + 1;
         } else {

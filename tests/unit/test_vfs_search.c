@@ -204,13 +204,18 @@ END_TEST
 START_TEST(test_vfs_search_prefilter_reads_pcre)
 {
     put("ws/e.txt", "A4243\n]yz\nxyz\na.b\naxb\n\xE2\x84\xAA"
-                    "elvin\n\xC5\xBFtop\n");
+                    "elvin\n\xC5\xBFtop\nab:]cde\n");
     run((struct vfs_search_opts){.query = "\\x414243", .regex = true, .case_sensitive = true});
     ck_assert_str_eq(res.text, "/e.txt:1: A4243\n");
     run((struct vfs_search_opts){.query = "[\\]x]yz", .regex = true, .case_sensitive = true});
     ck_assert_str_eq(res.text, "/e.txt:2: ]yz\n/e.txt:3: xyz\n");
     run((struct vfs_search_opts){.query = "\\Qa.b\\E", .regex = true, .case_sensitive = true});
     ck_assert_str_eq(res.text, "/e.txt:4: a.b\n");
+    /* "[[:a]" is the class of '[', ':' and 'a' (a "]" comes before any ":]"), so the '|' after
+     * it is a top-level alternative: "abc" is not required. */
+    run((struct vfs_search_opts){
+        .query = "abc[[:a]x|ab:]cde", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:8: ab:]cde\n");
     /* Caseless in UTF mode k matches the Kelvin sign and s the long s. */
     run((struct vfs_search_opts){.query = "kelvi.", .regex = true, .case_sensitive = false});
     ck_assert_str_eq(res.text, "/e.txt:6: \xE2\x84\xAA"
