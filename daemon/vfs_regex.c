@@ -127,11 +127,24 @@ static const char *posix_end(const char *p)
 /* Skips the character class that starts at p ('['); returns the byte after its ']'. */
 static const char *skip_bracket(const char *p)
 {
-    p++;
-    if (*p == '^')
-        p++;
+    bool negated = false;
+
+    /* As PCRE2 reads a class's start: "\E" and "\Q\E" are nothing there, and one '^' among
+     * them negates; the ']' that comes first after them is a member ("[\E]x]" is ']' or 'x'). */
+    for (p++;;) {
+        if (p[0] == '\\' && p[1] == 'E') {
+            p += 2;
+        } else if (strncmp(p, "\\Q\\E", 4) == 0) {
+            p += 4;
+        } else if (*p == '^' && !negated) {
+            negated = true;
+            p++;
+        } else {
+            break;
+        }
+    }
     if (*p == ']')
-        p++; /* a ']' first is a member */
+        p++;
     while (*p && *p != ']') {
         if (*p == '\\' && p[1] == 'Q') {
             p = skip_quoted(p + 2);

@@ -216,6 +216,12 @@ START_TEST(test_vfs_search_prefilter_reads_pcre)
     run((struct vfs_search_opts){
         .query = "abc[[:a]x|ab:]cde", .regex = true, .case_sensitive = true});
     ck_assert_str_eq(res.text, "/e.txt:8: ab:]cde\n");
+    /* "\\E" at a class's start is nothing, so the ']' after it is a member, not the end. */
+    run((struct vfs_search_opts){.query = "[\\E]x]yz", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:2: ]yz\n/e.txt:3: xyz\n");
+    run((struct vfs_search_opts){
+        .query = "[\\Q\\E^\\E]a]yz", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:3: xyz\n");
     /* Caseless in UTF mode k matches the Kelvin sign and s the long s. */
     run((struct vfs_search_opts){.query = "kelvi.", .regex = true, .case_sensitive = false});
     ck_assert_str_eq(res.text, "/e.txt:6: \xE2\x84\xAA"
