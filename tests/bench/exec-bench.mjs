@@ -47,10 +47,11 @@ argv[argv.length - 1] = 'true';
 const health = (await d.get('/health')).body;
 // In network mode proxy (the default) the daemon's setup process makes the sandbox's network
 // namespace and bwrap keeps it (--share-net); the bare run gets the same isolation by letting
-// bwrap make one itself.
+// bwrap make one itself (--unshare-net: without it bwrap would keep the host's network, and the
+// bare run would skip the namespace and its loopback set-up that every sandboxed run pays).
 if (health.sandbox.egress && health.sandbox.egress.mode !== 'full') {
   const i = argv.indexOf('--share-net');
-  if (i >= 0) argv.splice(i, 1);
+  if (i >= 0) argv[i] = '--unshare-net';
 }
 const asRoot = process.getuid() === 0;
 const user = asRoot ? Number(spawnSync('id', ['-u', 'nobody']).stdout.toString().trim()) : undefined;
