@@ -43,6 +43,7 @@
 #include "registry.h"
 #include "quota.h"
 #include "utf8.h"
+#include "threadstack.h"
 #include "tools.h"
 #include "watch.h"
 #include "bridge.h"
@@ -970,6 +971,24 @@ static void on_conn_close(const struct mg_connection *conn)
     http_guard_conn_close(a->guard);
 }
 
+/* civetweb's threads (its master and over 320 workers) never fork: their stacks stay out of the
+ * fork that starts each exec run (threadstack.h). */
+static void *on_thread_start(const struct mg_context *ctx, int thread_type)
+{
+    (void)ctx;
+    (void)thread_type;
+    threadstack_skip_forks(true);
+    return NULL;
+}
+
+static void on_thread_end(const struct mg_context *ctx, int thread_type, void *user)
+{
+    (void)ctx;
+    (void)thread_type;
+    (void)user;
+    threadstack_skip_forks(false);
+}
+
 /* ---- start and stop ---- */
 
 /* Debian's civetweb is built with USE_STACK_SIZE=102400: every worker thread gets a 100 KiB
@@ -1121,6 +1140,8 @@ static int start_civetweb(struct api *a, int port, struct errinfo *err)
     cb.init_connection = on_conn_open;
     cb.end_request = on_end_request;
     cb.connection_close = on_conn_close;
+    cb.init_thread = on_thread_start;
+    cb.exit_thread = on_thread_end;
     a->mg = mg_start2(&init, &edata);
     if (!a->mg) {
         if (strstr(text, "in use") || strstr(text, "(98)"))

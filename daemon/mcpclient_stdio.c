@@ -228,7 +228,7 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
         errinfo_sys(why, "cannot start %s", s->command);
         goto out;
     }
-    ch->pid = fork();
+    ch->pid = _Fork(); /* not fork(): child_exec is async-signal-safe, and see threadstack.h */
     if (ch->pid < 0) {
         errinfo_sys(why, "cannot fork for %s", s->command);
         goto out;
