@@ -15,7 +15,7 @@
 // XDG_CONFIG_HOME points at an empty temporary directory unless env sets it, so a config file
 // of the user running the tests never leaks in.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -158,6 +158,24 @@ export async function startDaemon({ workspace, args = [], env = {}, token } = {}
   child.stdout.unref();
   child.stderr.unref();
   let stopped = null;
+  // A request that fails at the socket (a hang-up, a refused connection) says what became of
+  // runboxd, so that a crash classifies itself in the test's output instead of passing for a
+  // flaky network: exited or not (a dead child not yet reaped is a zombie), and its stderr's end.
+  const explain = (promise) => promise.catch((e) => {
+    if (!e || typeof e.code !== 'string') throw e;
+    let state = 'still running';
+    if (child.exitCode !== null || child.signalCode !== null) {
+      state = `exited (code ${child.exitCode}, signal ${child.signalCode})`;
+    } else {
+      try {
+        const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+        if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) state = 'dead (not yet reaped)';
+      } catch { state = 'gone'; }
+    }
+    e.message += ` [runboxd pid ${child.pid} ${state}; the end of its stderr:\n` +
+                 `${stderr.slice(-2000)}]`;
+    throw e;
+  });
   return {
     url: ready.url,
     port: ready.port,
@@ -171,12 +189,13 @@ export async function startDaemon({ workspace, args = [], env = {}, token } = {}
     },
     // POST /tool/<name> with JSON arguments; resolves { status, body, text, headers }.
     call: (tool, args = {}, headers = {}) =>
-      request(ready.port, `/tool/${tool}`, {
+      explain(request(ready.port, `/tool/${tool}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', ...authHeaders, ...headers },
         body: typeof args === 'string' ? args : JSON.stringify(args),
-      }),
-    get: (p, headers = {}) => request(ready.port, p, { headers: { ...authHeaders, ...headers } }),
+      })),
+    get: (p, headers = {}) =>
+      explain(request(ready.port, p, { headers: { ...authHeaders, ...headers } })),
     // Sends signal and waits until runboxd has exited, however long that takes: a daemon that
     // does not stop is a failure ctest's timeout reports, never one a SIGKILL hides.
     async stop(signal = 'SIGTERM') {
