@@ -7,15 +7,18 @@
  * yet), then root is dropped, and only then does any thread start or any socket accept. Exit
  * status: 0 after a signal, 1 when the port is taken or the workspace or server cannot start, 2 for
  * a bad setting. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,6 +112,74 @@ static int mkdirs(char *dir, uid_t uid, gid_t gid)
     return 0;
 }
 
+/* A :memory: workspace's store: STORE_TMP_PREFIX + 6 random characters in /dev/shm (else /tmp).
+ * runboxd removes it when it stops; one it could not remove (it was SIGKILLed, it crashed) is
+ * swept by the next runboxd that starts. Each runboxd holds an flock on its own store for as
+ * long as it runs (on the open directory, which dies with the process), so a store whose lock
+ * can be taken has no owner left. The store is made under a dot name and renamed only once
+ * locked: a sweep never sees one that is still being set up. */
+#define STORE_TMP_PREFIX "runbox-checkpoints-"
+
+static const char *const store_tmp_parents[] = {"/dev/shm", "/tmp"};
+
+static void sweep_dead_stores(uid_t uid)
+{
+    for (size_t i = 0; i < sizeof(store_tmp_parents) / sizeof(store_tmp_parents[0]); i++) {
+        DIR *d = opendir(store_tmp_parents[i]);
+        struct dirent *e;
+
+        while (d && (e = readdir(d)) != NULL) {
+            char path[PATH_MAX];
+            struct stat st;
+            int fd;
+
+            if (strncmp(e->d_name, STORE_TMP_PREFIX, strlen(STORE_TMP_PREFIX)) != 0 ||
+                snprintf(path, sizeof(path), "%s/%s", store_tmp_parents[i], e->d_name) >=
+                    (int)sizeof(path))
+                continue;
+            fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            if (fstat(fd, &st) == 0 && st.st_uid == uid && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+                log_info("runboxd: removed %s, the checkpoint store of a runboxd that did not "
+                         "stop (killed or crashed)",
+                         path);
+            }
+            close(fd);
+        }
+        if (d)
+            closedir(d);
+    }
+}
+
+/* Makes, locks and names a :memory: workspace's store; its path (owned) or NULL. */
+static char *store_tmp_make(struct caches *c, uid_t uid, gid_t gid)
+{
+    for (size_t i = 0; i < sizeof(store_tmp_parents) / sizeof(store_tmp_parents[0]); i++) {
+        char tmpl[64], final[64];
+        int fd;
+
+        snprintf(tmpl, sizeof(tmpl), "%s/." STORE_TMP_PREFIX "XXXXXX", store_tmp_parents[i]);
+        if (!mkdtemp(tmpl))
+            continue;
+        fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        snprintf(final, sizeof(final), "%s/%s", store_tmp_parents[i], strrchr(tmpl, '/') + 2);
+        if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmpl, final) < 0) {
+            if (fd >= 0)
+                close(fd);
+            (void)rmdir(tmpl);
+            continue;
+        }
+        if (geteuid() == 0 && fchown(fd, uid, gid) < 0)
+            log_warn("runboxd: cannot hand %s to the account it serves as: %s", final,
+                     strerror(errno));
+        c->store_fd = fd;
+        return strdup(final);
+    }
+    return NULL;
+}
+
 static void store_open(struct caches *c, const struct config *cfg, uid_t uid, gid_t gid)
 {
     struct config_env env;
@@ -116,22 +187,19 @@ static void store_open(struct caches *c, const struct config *cfg, uid_t uid, gi
 
     c->store_fd = -1;
     config_env_from_process(&env);
+    sweep_dead_stores(uid);
     if (cfg->checkpoint_dir) {
         dir = strdup(cfg->checkpoint_dir);
     } else if (strcmp(cfg->workspace, VFS_MEMORY) == 0) {
-        char tmpl[] = "/dev/shm/runbox-checkpoints-XXXXXX",
-             tmpl2[] = "/tmp/runbox-checkpoints-XXXXXX";
-        const char *made = mkdtemp(tmpl) ? tmpl : mkdtemp(tmpl2) ? tmpl2 : NULL;
-
-        dir = made ? strdup(made) : NULL;
-        c->store_tmp = made ? strdup(made) : NULL;
-        if (made && geteuid() == 0 && chown(made, uid, gid) < 0)
-            log_warn("runboxd: cannot hand %s to the account it serves as: %s", made,
+        c->store_tmp = store_tmp_make(c, uid, gid);
+        if (!c->store_tmp)
+            log_warn("runboxd: no checkpoints: cannot make a store in /dev/shm or /tmp: %s",
                      strerror(errno));
+        return;
     } else {
         dir = config_checkpoint_dir(&env, cfg->workspace);
     }
-    if (!dir || (!c->store_tmp && mkdirs(dir, uid, gid) < 0) ||
+    if (!dir || mkdirs(dir, uid, gid) < 0 ||
         (c->store_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         log_warn("runboxd: no checkpoints: cannot open the store %s: %s",
                  dir ? dir : "(no data home)", strerror(errno));

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync,
-         rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync,
+         readlinkSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -185,6 +185,44 @@ describe('checkpoints: retention and a full disk', () => {
       if (d) await d.stop();
       execFileSync('umount', [store]);
       rmSync(base, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('checkpoints: the store of a :memory: workspace', () => {
+  // The store directory a runboxd holds open, read from its file descriptors.
+  const storeOf = (pid) => {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      let target;
+      try { target = readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+      if (/\/runbox-checkpoints-[^/]+$/.test(target)) return target;
+    }
+    return null;
+  };
+
+  test('a normal stop removes it; one a killed runboxd left is swept by the next start, a live one kept',
+       async () => {
+    const a = await startDaemon({ workspace: ':memory:' });
+    const b = await startDaemon({ workspace: ':memory:' });
+    let c;
+    try {
+      const storeA = storeOf(a.pid), storeB = storeOf(b.pid);
+      assert.ok(storeA && storeB && storeA !== storeB, `stores ${storeA} and ${storeB}`);
+      ok(await a.call('write_file', { path: '/x.txt', content: 'x\n' }));
+      ok(await a.call('checkpoint', { message: 'one' }));
+      await a.stop('SIGKILL');
+      // Any runboxd that starts sweeps (other tests' too, when ctest runs them beside this one):
+      // once this one is ready, the dead daemon's store is gone and the live one's is not.
+      c = await startDaemon({ workspace: ':memory:' });
+      assert.ok(!existsSync(storeA), `${storeA} of the killed runboxd was swept`);
+      assert.ok(existsSync(storeB), `${storeB} of a running runboxd is kept`);
+      ok(await b.call('checkpoint', { message: 'still works' }));
+      await b.stop();
+      assert.ok(!existsSync(storeB), `${storeB} is removed when its runboxd stops`);
+    } finally {
+      await a.stop();
+      await b.stop();
+      if (c) await c.stop();
     }
   });
 });
