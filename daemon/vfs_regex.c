@@ -146,10 +146,12 @@ static const char *skip_bracket(const char *p)
     if (*p == ']')
         p++;
     while (*p && *p != ']') {
-        if (*p == '\\' && p[1] == 'Q') {
-            p = skip_quoted(p + 2);
-        } else if (*p == '\\' && p[1]) {
-            p += 2;
+        if (*p == '\\') {
+            const char *lit;
+            size_t n;
+
+            /* An escape's argument may be a ']' ("\c]" is the character 0x1d, "\Q]\E" a ']'). */
+            p = skip_escape(p, &lit, &n);
         } else if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
             const char *close = posix_end(p + 1);
 

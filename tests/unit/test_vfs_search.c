@@ -222,6 +222,9 @@ START_TEST(test_vfs_search_prefilter_reads_pcre)
     run((struct vfs_search_opts){
         .query = "[\\Q\\E^\\E]a]yz", .regex = true, .case_sensitive = true});
     ck_assert_str_eq(res.text, "/e.txt:3: xyz\n");
+    /* "\\c]" is one character (0x1d): its ']' does not end the class. */
+    run((struct vfs_search_opts){.query = "[\\c]x]yz", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:3: xyz\n");
     /* Caseless in UTF mode k matches the Kelvin sign and s the long s. */
     run((struct vfs_search_opts){.query = "kelvi.", .regex = true, .case_sensitive = false});
     ck_assert_str_eq(res.text, "/e.txt:6: \xE2\x84\xAA"
