@@ -177,10 +177,23 @@ static int send_fd(int sock, int fd, int32_t word)
  * in one memory, so the agent touches nothing but its own stack (agent_stack, in the copy) and
  * the setup process nothing of the agent's; they share the thread's errno, which only the
  * agent's own failing calls, after bwrap started, write. */
+/* ThreadSanitizer's runtime does not survive a CLONE_VM child that is not a thread (the agent
+ * died at its first instruction, SEGV at pc 0, and port forwards found no one to make their
+ * sockets): a TSan build forks the agent instead, as before. */
+#if defined(__SANITIZE_THREAD__)
+#define AGENT_FORKED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AGENT_FORKED 1
+#endif
+#endif
+
+#ifndef AGENT_FORKED
 #define AGENT_STACK_SIZE (32u << 10)
 
 static _Alignas(64) char agent_stack[AGENT_STACK_SIZE];
 static pid_t agent_parent; /* the setup process, set before the agent starts (in the copy) */
+#endif
 
 static _Noreturn void agent_main(pid_t parent)
 {
@@ -205,11 +218,13 @@ static _Noreturn void agent_main(pid_t parent)
     }
 }
 
+#ifndef AGENT_FORKED
 static int agent_entry(void *unused)
 {
     (void)unused;
     agent_main(agent_parent);
 }
+#endif
 
 /* In the new network namespace: loopback up, the proxy listener (mode proxy) and the agent;
  * one message to the daemon: the agent's pid, with the listener. */
@@ -237,8 +252,14 @@ static void child_net(const struct proc *p)
             bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0)
             child_fail(STEP_NET);
     }
+#ifdef AGENT_FORKED
+    agent = _Fork();
+    if (agent == 0)
+        agent_main(self);
+#else
     agent_parent = self;
     agent = clone(agent_entry, agent_stack + sizeof(agent_stack), CLONE_VM | SIGCHLD, NULL);
+#endif
     if (agent < 0)
         child_fail(STEP_NET);
     if (send_fd(CHILD_CTL_FD, l, (int32_t)agent) < 0)
