@@ -108,8 +108,9 @@ static int agent_socket(struct att *a)
     return fd;
 }
 
-/* Connects to 127.0.0.1:port inside the sandbox; the socket, or -1 with errno. */
-static int connect_in(struct att *a, uint16_t port)
+/* Connects to 127.0.0.1:port inside the sandbox; the socket, or -1 with errno (and *no_agent
+ * when the sandbox's network agent could not make the socket: it is gone). */
+static int connect_in(struct att *a, uint16_t port, bool *no_agent)
 {
     struct sockaddr_in sa = {
         .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -118,6 +119,7 @@ static int connect_in(struct att *a, uint16_t port)
     int soerr = 0, e;
     socklen_t sl = sizeof(soerr);
 
+    *no_agent = fd < 0 && a->agent >= 0;
     if (fd < 0)
         return -1;
     fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -200,6 +202,7 @@ static void serve(struct conn *c)
     const char *why = NULL;
     size_t got = 0;
     ssize_t hl;
+    bool no_agent = false;
     int up;
 
     if (!buf)
@@ -218,7 +221,15 @@ static void serve(struct conn *c)
         answer(c->fd, 403, "Forbidden", "Host not allowed", text);
         goto out;
     }
-    up = connect_in(c->att, c->port);
+    up = connect_in(c->att, c->port, &no_agent);
+    if (up < 0 && no_agent) {
+        snprintf(text, sizeof(text),
+                 "The sandbox of process %llu can no longer make connections: its network agent "
+                 "is gone (%s). Start the process again (exec with ports) to get a new forward.",
+                 (unsigned long long)c->att->run, strerror(errno));
+        answer(c->fd, 502, "Bad Gateway", "The sandbox's network is gone", text);
+        goto out;
+    }
     if (up < 0) {
         snprintf(text, sizeof(text),
                  "Process %llu is not listening on port %u in its sandbox yet (%s). Reload once "

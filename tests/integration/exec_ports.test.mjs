@@ -4,6 +4,7 @@
 // with the process, nothing listening yet is a 502 page, and the Host check of the daemon's own
 // port applies.
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -28,13 +29,28 @@ function get(url, headers = {}) {
   return request(Number(u.port), u.pathname, { headers });
 }
 
-// Waits until the server in the sandbox answers through the forward (502 until it listens).
+// Waits until the server in the sandbox answers through the forward (502 until it listens; a
+// forward that can never answer, its sandbox's network agent gone, fails at once).
 async function untilServed(url) {
   for (;;) {
     const r = await get(url);
     if (r.status !== 502) return r;
+    assert.doesNotMatch(r.text, /network agent is gone/);
     await new Promise((res) => setTimeout(res, 25));
   }
+}
+
+// The children of process pid, with their command names, from /proc.
+function children(pid) {
+  const out = [];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    let stat;
+    try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
+    const close = stat.lastIndexOf(')');
+    const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+    if (ppid === pid) out.push({ pid: Number(name), comm: stat.slice(stat.indexOf('(') + 1, close) });
+  }
+  return out;
 }
 
 function freePort() {
@@ -105,6 +121,22 @@ describe('exec: port forwards', () => {
     const fg = await d.call('exec', { command: 'true', ports: [3000] });
     assert.match(fail(fg), /only a background command can have exposed ports/);
     ok(await d.call('kill', { pid, signal: 'KILL' }));
+  });
+
+  test('a forward whose sandbox lost its network agent says so (502), not "not listening yet"', async () => {
+    const r = ok(await d.call('exec', { command: 'sleep 600', background: true, ports: [5000] }));
+    const { url } = r.structured.urls[0];
+    // runboxd -> bwrap (the sandbox's setup process) -> the agent (still named runboxd).
+    const agents = children(d.pid).filter((c) => c.comm === 'bwrap')
+      .flatMap((b) => children(b.pid)).filter((c) => c.comm === 'runboxd');
+    assert.equal(agents.length, 1, JSON.stringify(agents));
+    process.kill(agents[0].pid, 'SIGKILL');
+    await until('the agent is gone', () => !children(d.pid).filter((c) => c.comm === 'bwrap')
+      .flatMap((b) => children(b.pid)).some((c) => c.pid === agents[0].pid));
+    const gone = await get(url);
+    assert.equal(gone.status, 502);
+    assert.match(gone.text, new RegExp(`The sandbox of process ${r.structured.pid} can no longer make connections: its network agent is gone`));
+    ok(await d.call('kill', { pid: r.structured.pid, signal: 'KILL' }));
   });
 
   test('200 connections at once through one forward all get their answer', async () => {
