@@ -306,6 +306,23 @@ function threadStacks(pid) {
     .map((mp) => ({ kib: Number((mp.hi - mp.lo) / 1024n), rss: mp.rss }));
 }
 
+describe('libraries loaded on demand', () => {
+  test('a daemon with no external server over HTTP or WebSocket maps neither libcurl nor OpenSSL', async () => {
+    // They and the libraries they bring were 7.5 MiB of an idle runboxd's 19.5 MiB resident
+    // memory; only the registry's HTTP and WebSocket clients use them (common/dynlib.h).
+    const d = await startDaemon({ workspace: ':memory:' });
+    try {
+      assert.equal((await d.get('/health')).body.ok, true);
+      const libs = [...new Set(readFileSync(`/proc/${d.pid}/maps`, 'utf8').split('\n')
+        .map((l) => /\/([^/\s]+\.so[.\d]*)$/.exec(l)).filter(Boolean).map((m) => m[1]))];
+      const loaded = libs.filter((l) => /^lib(curl|ssl|crypto|gnutls|krb5|ldap)/.test(l));
+      assert.deepEqual(loaded, [], `runboxd maps ${libs.join(' ')}`);
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
 describe('worker thread stacks', () => {
   test('every thread has at least 1 MiB of stack, and only touched pages count', async () => {
     // civetweb (as Debian builds it) asks for 100 KiB stacks; runboxd raises them to 1 MiB,
