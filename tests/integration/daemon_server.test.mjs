@@ -1,7 +1,7 @@
 // Integration: runboxd as a server - keep-alive, concurrency, signals, the token, the
 // command line and config file, a taken port, and dropping root.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { request, runRunboxd, startDaemon } from '../lib/daemon.mjs';
+import { until } from '../lib/wait.mjs';
 
 function tmpdir(tag) {
   return mkdtempSync(path.join(os.tmpdir(), `runboxd-${tag}-`));
@@ -319,6 +320,35 @@ describe('libraries loaded on demand', () => {
       assert.deepEqual(loaded, [], `runboxd maps ${libs.join(' ')}`);
     } finally {
       await d.stop();
+    }
+  });
+
+  test('where libcurl and OpenSSL cannot be loaded, the servers needing them fail saying so', async () => {
+    // A library without their entry points stands in for both (found first on LD_LIBRARY_PATH).
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-nolibs-'));
+    let d = null;
+    chmodSync(tmp, 0o755); // runboxd started as root loads them after dropping to nobody
+    try {
+      for (const name of ['libcurl.so.4', 'libssl.so.3']) {
+        symlinkSync(process.env.RUNBOX_EMPTY_LIB, path.join(tmp, name));
+      }
+      writeFileSync(path.join(tmp, 'config.json'), JSON.stringify({ mcpServers: {
+        h: { url: 'http://127.0.0.1:9/mcp' },
+        w: { url: 'ws://127.0.0.1:9/ws' },
+      } }));
+      d = await startDaemon({ workspace: ':memory:', args: ['--config', path.join(tmp, 'config.json')],
+                              env: { LD_LIBRARY_PATH: tmp } });
+      let by = {};
+      await until('both servers failed', async () => {
+        by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name, s]));
+        return by.h?.last_error && by.w?.last_error;
+      });
+      assert.match(by.h.last_error, /libcurl lacks curl_/);
+      assert.match(by.w.last_error, /OpenSSL lacks /);
+      assert.equal((await d.get('/health')).body.ok, true); // and the daemon serves on
+    } finally {
+      await d?.stop();
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
