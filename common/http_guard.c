@@ -73,8 +73,20 @@ struct http_guard {
 };
 
 static atomic_uint guard_ids;
-static _Thread_local struct slot *tls_slot;
-static _Thread_local unsigned tls_guard_id;
+
+/* Which slot this worker claimed, and of which guard (its id, so that a slot of a guard since
+ * freed is never looked at): a small record behind a pthread key rather than _Thread_local.
+ * Thread-local storage would be reserved on top of every worker's stack, idle or not (see
+ * daemon/api.c's http_date); the record exists only in workers that served a request. */
+struct claim {
+    unsigned guard_id;
+    struct slot *slot;
+};
+
+static pthread_key_t claim_key;
+static pthread_once_t claim_once = PTHREAD_ONCE_INIT;
+static bool claim_ok;
+
 static int kick_signal; /* the real-time signal that interrupts a worker's read; 0: none */
 static pthread_once_t kick_once = PTHREAD_ONCE_INIT;
 
@@ -109,23 +121,54 @@ static void install_kick(void)
              "request_timeout_ms");
 }
 
-/* This worker's slot of g, claimed on first use; NULL past the number of workers. */
+static void make_key(void)
+{
+    claim_ok = pthread_key_create(&claim_key, free) == 0;
+    if (!claim_ok)
+        log_warn("http: no thread keys left; requests have no deadlines");
+}
+
+/* This worker's claim, or NULL when it has none. */
+static struct claim *own_claim(void)
+{
+    pthread_once(&claim_once, make_key);
+    return claim_ok ? pthread_getspecific(claim_key) : NULL;
+}
+
+/* The slot this worker claimed last, or NULL. */
+static struct slot *tls_slot(void)
+{
+    struct claim *c = own_claim();
+
+    return c ? c->slot : NULL;
+}
+
+/* This worker's slot of g, claimed on first use; NULL past the number of workers (or without
+ * memory for the claim). */
 static struct slot *own_slot(struct http_guard *g)
 {
+    struct claim *c = own_claim();
     int i;
 
-    if (tls_guard_id == g->id)
-        return tls_slot;
+    if (c && c->guard_id == g->id)
+        return c->slot;
+    if (!c) {
+        c = claim_ok ? calloc(1, sizeof(*c)) : NULL;
+        if (!c || pthread_setspecific(claim_key, c) != 0) {
+            free(c);
+            return NULL;
+        }
+    }
     i = atomic_fetch_add(&g->claimed, 1);
-    tls_guard_id = g->id;
-    tls_slot = i < g->opt.workers ? &g->slots[i] : NULL;
-    if (tls_slot)
-        tls_slot->thread = pthread_self();
+    c->guard_id = g->id;
+    c->slot = i < g->opt.workers ? &g->slots[i] : NULL;
+    if (c->slot)
+        c->slot->thread = pthread_self();
     else
         log_warn("http: more worker threads than the %d the guard was told of; this one's "
                  "requests have no deadlines",
                  g->opt.workers);
-    return tls_slot;
+    return c->slot;
 }
 
 /* Puts s in phase ph until deadline (g->mu held); wakes the watchdog if it would sleep past it. */
@@ -405,7 +448,7 @@ static int read_failed(struct mg_connection *conn, struct slot *s, struct errinf
 
 int http_guard_read(struct mg_connection *conn, void *buf, size_t len, struct errinfo *err)
 {
-    struct slot *s = tls_slot;
+    struct slot *s = tls_slot();
     int n;
 
     if (s && atomic_load(&s->expired))
@@ -436,7 +479,7 @@ static void arm_drain(struct slot *s, int64_t now, int64_t end)
 
 void http_guard_drain(struct mg_connection *conn)
 {
-    struct slot *s = tls_slot;
+    struct slot *s = tls_slot();
     char sink[8192];
     size_t drained = 0;
     int64_t end = 0;
@@ -477,7 +520,7 @@ int http_guard_error_text(const struct mg_connection *conn, int status, const ch
 {
     const struct mg_request_info *ri = mg_get_request_info(conn);
     const char *max = mg_get_option(mg_get_context(conn), "max_request_size");
-    struct slot *s = tls_slot;
+    struct slot *s = tls_slot();
     struct errinfo err = {0};
     int64_t waited = s ? now_ms() - s->since : 0;
 

@@ -13,8 +13,20 @@ size_t utf8_valid_prefix(const char *str, size_t len)
 
     while (i < len) {
         size_t n;
+        uint64_t w;
 
-        if (s[i] < 0x80) { /* the common case: runs of ASCII */
+        /* The common case, runs of ASCII: eight bytes at a time while none has its high bit
+         * set (a 4 KiB read_file answer is checked twice on its way out; this was 9 % of
+         * runboxd's CPU per call with one byte at a time). */
+        while (len - i >= 8) {
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080u)
+                break;
+            i += 8;
+        }
+        if (i == len)
+            break;
+        if (s[i] < 0x80) {
             i++;
             continue;
         }

@@ -76,19 +76,35 @@ struct api {
 
 /* ---- responses ---- */
 
-/* The Date header's value, formatted per thread once a second. */
-static const char *http_date(void)
+/* The Date header's value, formatted once a second for all workers and copied into out (at
+ * least API_DATE_SIZE bytes). Not per thread: any thread-local storage of ours is reserved at
+ * the top of each of the 320 workers' stacks, and 48 bytes of it was what pushed an idle
+ * worker's deepest frame (glibc's vfprintf under civetweb's thread naming) onto a third page. */
+#define API_DATE_SIZE 40
+
+static void http_date(char *out)
 {
-    static _Thread_local char buf[40];
-    static _Thread_local time_t last = -1;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char buf[API_DATE_SIZE]; /* mu */
+    static time_t last = -1;        /* mu */
     time_t now = time(NULL);
+    bool fresh;
     struct tm tm;
 
-    if (now != last && gmtime_r(&now, &tm)) {
-        strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-        last = now;
-    }
-    return buf;
+    pthread_mutex_lock(&mu);
+    fresh = now == last;
+    if (fresh)
+        memcpy(out, buf, sizeof(buf));
+    pthread_mutex_unlock(&mu);
+    if (fresh)
+        return;
+    /* The first answer of this second formats it (outside the lock) for the others. */
+    if (!gmtime_r(&now, &tm) || !strftime(out, API_DATE_SIZE, "%a, %d %b %Y %H:%M:%S GMT", &tm))
+        out[0] = '\0'; /* cannot happen for a clock of this century */
+    pthread_mutex_lock(&mu);
+    memcpy(buf, out, sizeof(buf));
+    last = now;
+    pthread_mutex_unlock(&mu);
 }
 
 /* True when the connection stays open after this answer: HTTP/1.1 unless the client sent
@@ -121,7 +137,7 @@ int api_send_json(struct mg_connection *conn, int status, const char *body, size
                   const char *extra_name, const char *extra_value)
 {
     static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
-    char out[8192], ka[40] = "", *valid = NULL;
+    char out[8192], ka[40] = "", date[API_DATE_SIZE], *valid = NULL;
     size_t vlen = 0;
     int n;
 
@@ -137,10 +153,11 @@ int api_send_json(struct mg_connection *conn, int status, const char *body, size
         body = valid;
         len = vlen;
     }
+    http_date(date);
     n = snprintf(out, sizeof(out),
                  "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                  "Date: %s\r\nCache-Control: no-store\r\n%s%s%s%s%s\r\n",
-                 status, mg_get_response_code_text(conn, status), len, http_date(), ka,
+                 status, mg_get_response_code_text(conn, status), len, date, ka,
                  extra_name ? extra_name : "", extra_name ? ": " : "",
                  extra_name ? extra_value : "", extra_name ? "\r\n" : "");
     if (n >= 0 && (size_t)n < sizeof(out) && (size_t)n + len <= sizeof(out)) {

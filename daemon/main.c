@@ -23,8 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "api.h"
 #include "bridge.h"
 #include "call.h"
@@ -33,6 +31,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "console.h"
+#include "dynlib.h"
 #include "egress.h"
 #include "errinfo.h"
 #include "events.h"
@@ -632,9 +631,6 @@ int main(int argc, char *argv[])
     int status;
 
     log_init("runboxd");
-    /* Before any thread: the registry's HTTP clients use libcurl (one easy handle per
-     * thread). */
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     status = setup_config(&cfg, argc, argv);
     if (status < 0) {
         /* The tools served: a --tools profile of the built-in catalog. */
@@ -698,6 +694,6 @@ out:
     console_free(console);
     vfs_free(v);
     config_cleanup(&cfg);
-    curl_global_cleanup();
+    dynlib_cleanup(); /* libcurl, if an external server over HTTP loaded it */
     return status;
 }

@@ -27,6 +27,7 @@
 
 #include <curl/curl.h>
 
+#include "dynlib.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "registry.h"
@@ -36,6 +37,9 @@
 #define ERROR_BODY_KEEP 300  /* bytes of an error answer quoted */
 #define GET_RETRY_MS    2000 /* a dropped GET stream is opened again after this */
 #define DELETE_WAIT_MS  1000
+
+/* libcurl's entry points: valid once run() has loaded it. */
+static const struct dynlib_curl *const cu = &dynlib_curl;
 
 enum xkind { X_POST, X_GET, X_SSE, X_DELETE };
 
@@ -120,18 +124,18 @@ static void sse_dispatch(struct conn *k, struct xfer *x)
     if (s->over) {
         mcpclient__oversized(k->c, s->over_bytes, s->data ? s->data : "", s->dlen, "", 0);
     } else if (strcmp(s->event, "endpoint") == 0 && x->kind == X_SSE) {
-        CURLU *u = curl_url();
+        CURLU *u = cu->url();
         char *full = NULL;
 
-        if (u && s->data && curl_url_set(u, CURLUPART_URL, k->spec->url, 0) == CURLUE_OK &&
-            curl_url_set(u, CURLUPART_URL, s->data, 0) == CURLUE_OK &&
-            curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK) {
+        if (u && s->data && cu->url_set(u, CURLUPART_URL, k->spec->url, 0) == CURLUE_OK &&
+            cu->url_set(u, CURLUPART_URL, s->data, 0) == CURLUE_OK &&
+            cu->url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK) {
             free(k->post_url);
             k->post_url = strdup(full);
             k->sse_open = true;
         }
-        curl_free(full);
-        curl_url_cleanup(u);
+        cu->free(full);
+        cu->url_cleanup(u);
     } else if ((!s->event[0] || strcmp(s->event, "message") == 0) && s->dlen) {
         mcpclient__receive(k->c, s->data, s->dlen);
     }
@@ -227,7 +231,7 @@ static struct conn *conn_of(CURL *h)
 {
     struct conn *k = NULL;
 
-    curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&k);
+    cu->easy_getinfo(h, CURLINFO_PRIVATE, (char **)&k);
     return k;
 }
 
@@ -293,8 +297,8 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 static void xfer_free(struct xfer *x)
 {
     if (x->h)
-        curl_easy_cleanup(x->h);
-    curl_slist_free_all(x->hdrs);
+        cu->easy_cleanup(x->h);
+    cu->slist_free_all(x->hdrs);
     free(x->body);
     free(x->resp);
     free(x->sse.line);
@@ -305,7 +309,7 @@ static void xfer_free(struct xfer *x)
 static void add_header(struct xfer *x, const char *name, const char *value)
 {
     char *line = strfmt_alloc("%s: %s", name, value);
-    struct curl_slist *l = line ? curl_slist_append(x->hdrs, line) : NULL;
+    struct curl_slist *l = line ? cu->slist_append(x->hdrs, line) : NULL;
 
     if (l)
         x->hdrs = l;
@@ -326,7 +330,7 @@ static struct xfer *start(struct conn *k, enum xkind kind, const char *url, char
     struct xfer *x = calloc(1, sizeof(*x));
     const struct registry_spec *s = k->spec;
 
-    if (!x || !(x->h = curl_easy_init())) {
+    if (!x || !(x->h = cu->easy_init())) {
         free(x);
         free(body);
         return NULL;
@@ -334,7 +338,7 @@ static struct xfer *start(struct conn *k, enum xkind kind, const char *url, char
     x->kind = kind;
     x->body = body;
     for (size_t i = 0; i < s->headers.n; i++) {
-        struct curl_slist *l = curl_slist_append(x->hdrs, s->headers.v[i]);
+        struct curl_slist *l = cu->slist_append(x->hdrs, s->headers.v[i]);
 
         if (l)
             x->hdrs = l;
@@ -368,11 +372,11 @@ static struct xfer *start(struct conn *k, enum xkind kind, const char *url, char
             add_header(x, "MCP-Protocol-Version", mcpclient__protocol(k->c));
         }
         cJSON_Delete(msg);
-        curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
-        curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE, (long)strlen(x->body));
+        cu->easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
+        cu->easy_setopt(x->h, CURLOPT_POSTFIELDSIZE, (long)strlen(x->body));
     } else if (kind == X_DELETE) {
-        curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "DELETE");
-        curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)DELETE_WAIT_MS);
+        cu->easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "DELETE");
+        cu->easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)DELETE_WAIT_MS);
     } else {
         add_header(x, "Accept", "text/event-stream");
         if (mcpclient__protocol(k->c) && kind == X_GET)
@@ -380,21 +384,21 @@ static struct xfer *start(struct conn *k, enum xkind kind, const char *url, char
     }
     if (k->session[0] && !k->legacy_sse)
         add_header(x, "Mcp-Session-Id", k->session);
-    curl_easy_setopt(x->h, CURLOPT_URL, url);
-    curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
-    curl_easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(x->h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(x->h, CURLOPT_PRIVATE, (char *)k);
-    curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->errbuf);
-    curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)s->timeout_ms);
-    curl_easy_setopt(x->h, CURLOPT_USERAGENT, "runbox/" RUNBOX_VERSION);
+    cu->easy_setopt(x->h, CURLOPT_URL, url);
+    cu->easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
+    cu->easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
+    cu->easy_setopt(x->h, CURLOPT_HEADERDATA, x);
+    cu->easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_body);
+    cu->easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+    cu->easy_setopt(x->h, CURLOPT_PRIVATE, (char *)k);
+    cu->easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->errbuf);
+    cu->easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)s->timeout_ms);
+    cu->easy_setopt(x->h, CURLOPT_USERAGENT, "runbox/" RUNBOX_VERSION);
     /* Redirects would carry the configured headers (tokens) to another host: none. */
-    curl_easy_setopt(x->h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (curl_multi_add_handle(k->multi, x->h) != CURLM_OK) {
+    cu->easy_setopt(x->h, CURLOPT_FOLLOWLOCATION, 0L);
+    cu->easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (cu->multi_add_handle(k->multi, x->h) != CURLM_OK) {
         xfer_free(x);
         return NULL;
     }
@@ -450,7 +454,7 @@ static void post_done(struct conn *k, struct xfer *x, CURLcode rc)
 
     if (rc != CURLE_OK) {
         snprintf(what, sizeof(what), "%s could not be sent to %s: %s", x->method, k->spec->url,
-                 x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
+                 x->errbuf[0] ? x->errbuf : cu->easy_strerror(rc));
         fail_request(k, x, what);
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
             rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR ||
@@ -511,7 +515,7 @@ static void get_done(struct conn *k, struct xfer *x, CURLcode rc)
         body_excerpt(x, ex, sizeof(ex));
         if (rc != CURLE_OK)
             end_conn(k, ERR_UNAVAILABLE, "the SSE stream of %s: %s", k->spec->url,
-                     x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
+                     x->errbuf[0] ? x->errbuf : cu->easy_strerror(rc));
         else if (strstr(x->ctype, "text/html"))
             end_conn(k, ERR_UNAVAILABLE,
                      "%s answered with an HTML page (HTTP %ld), not an MCP SSE stream: is the "
@@ -537,7 +541,7 @@ static void reap(struct conn *k)
     CURLMsg *m;
     int left;
 
-    while ((m = curl_multi_info_read(k->multi, &left)) != NULL) {
+    while ((m = cu->multi_info_read(k->multi, &left)) != NULL) {
         struct xfer *x;
 
         if (m->msg != CURLMSG_DONE)
@@ -545,8 +549,8 @@ static void reap(struct conn *k)
         x = xfer_of(k, m->easy_handle);
         if (!x)
             continue;
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
-        curl_multi_remove_handle(k->multi, x->h);
+        cu->easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
+        cu->multi_remove_handle(k->multi, x->h);
         unlink_xfer(k, x);
         if (x->kind == X_POST)
             post_done(k, x, m->data.result);
@@ -562,7 +566,7 @@ static void drop_all(struct conn *k)
         struct xfer *x = k->xfers;
 
         k->xfers = x->next;
-        curl_multi_remove_handle(k->multi, x->h);
+        cu->multi_remove_handle(k->multi, x->h);
         xfer_free(x);
     }
 }
@@ -599,11 +603,11 @@ static void loop(struct conn *k)
             mcpclient__protocol(k->c) && mono_ms() >= k->get_retry_at) {
             k->get_open = start(k, X_GET, k->spec->url, NULL) != NULL;
         }
-        curl_multi_perform(k->multi, &running);
+        cu->multi_perform(k->multi, &running);
         reap(k);
         if (k->ended || k->fallback)
             break;
-        curl_multi_poll(k->multi, &w, 1, mcpclient__poll_ms(k->c), NULL);
+        cu->multi_poll(k->multi, &w, 1, mcpclient__poll_ms(k->c), NULL);
         if (w.revents & CURL_WAIT_POLLIN)
             mcpclient__drain_wake(k->c);
     }
@@ -613,7 +617,11 @@ static void run(struct mcpclient *c, struct errinfo *why)
 {
     struct conn k = {.c = c, .spec = mcpclient__spec(c), .why = why};
 
-    k.multi = curl_multi_init();
+    /* The first server over HTTP loads libcurl (common/dynlib.h); one that cannot stays down
+     * with the reason, retried after the back-off like any other failure to connect. */
+    if (dynlib_load_curl(why) < 0)
+        return;
+    k.multi = cu->multi_init();
     if (!k.multi) {
         errinfo_set(why, ERR_NOMEM, "no libcurl handle");
         return;
@@ -646,14 +654,14 @@ static void run(struct mcpclient *c, struct errinfo *why)
 
         start(&k, X_DELETE, k.spec->url, NULL);
         while (running && mono_ms() < until) {
-            curl_multi_perform(k.multi, &running);
+            cu->multi_perform(k.multi, &running);
             if (running)
-                curl_multi_poll(k.multi, NULL, 0, 100, NULL);
+                cu->multi_poll(k.multi, NULL, 0, 100, NULL);
         }
         drop_all(&k);
     }
     free(k.post_url);
-    curl_multi_cleanup(k.multi);
+    cu->multi_cleanup(k.multi);
 }
 
 const struct mcpclient_transport mcpclient__http = {.name = "http", .run = run};

@@ -22,13 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/ssl.h>
-
+#include "dynlib.h"
 #include "log.h"
 #include "registry.h"
 #include "tools.h"
+
+/* OpenSSL's entry points: valid once run() has loaded it. */
+static const struct dynlib_ssl *const ossl = &dynlib_ssl;
 
 #define HEAD_MAX  (16u << 10)
 #define READ_SIZE ((size_t)64 << 10)
@@ -68,10 +68,10 @@ static ssize_t io_read(struct ws *w, void *buf, size_t n)
 
     if (!w->ssl)
         return read(w->fd, buf, n);
-    r = SSL_read(w->ssl, buf, (int)(n > INT32_MAX ? INT32_MAX : n));
+    r = ossl->read(w->ssl, buf, (int)(n > INT32_MAX ? INT32_MAX : n));
     if (r > 0)
         return r;
-    switch (SSL_get_error(w->ssl, r)) {
+    switch (ossl->get_error(w->ssl, r)) {
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE:
         errno = EAGAIN;
@@ -90,11 +90,11 @@ static ssize_t io_write(struct ws *w, const void *buf, size_t n)
 
     if (!w->ssl)
         return send(w->fd, buf, n, MSG_NOSIGNAL);
-    r = SSL_write(w->ssl, buf, (int)(n > INT32_MAX ? INT32_MAX : n));
+    r = ossl->write(w->ssl, buf, (int)(n > INT32_MAX ? INT32_MAX : n));
     if (r > 0)
         return r;
-    errno = SSL_get_error(w->ssl, r) == SSL_ERROR_WANT_WRITE ||
-                    SSL_get_error(w->ssl, r) == SSL_ERROR_WANT_READ
+    errno = ossl->get_error(w->ssl, r) == SSL_ERROR_WANT_WRITE ||
+                    ossl->get_error(w->ssl, r) == SSL_ERROR_WANT_READ
                 ? EAGAIN
                 : EIO;
     return -1;
@@ -186,26 +186,27 @@ static int tls_start(struct ws *w, int timeout_ms, struct errinfo *why)
 {
     int r;
 
-    w->ctx = SSL_CTX_new(TLS_client_method());
-    if (!w->ctx || SSL_CTX_set_default_verify_paths(w->ctx) != 1) {
+    w->ctx = ossl->ctx_new(ossl->tls_client_method());
+    if (!w->ctx || ossl->ctx_set_default_verify_paths(w->ctx) != 1) {
         errinfo_set(why, ERR_INTERNAL, "TLS: cannot set up OpenSSL");
         return -1;
     }
-    SSL_CTX_set_verify(w->ctx, SSL_VERIFY_PEER, NULL);
-    w->ssl = SSL_new(w->ctx);
-    if (!w->ssl || SSL_set_fd(w->ssl, w->fd) != 1 ||
-        SSL_set_tlsext_host_name(w->ssl, w->host) != 1 || SSL_set1_host(w->ssl, w->host) != 1) {
+    ossl->ctx_set_verify(w->ctx, SSL_VERIFY_PEER, NULL);
+    w->ssl = ossl->ssl_new(w->ctx);
+    if (!w->ssl || ossl->set_fd(w->ssl, w->fd) != 1 ||
+        ossl->ctrl(w->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, w->host) != 1 ||
+        ossl->set1_host(w->ssl, w->host) != 1) {
         errinfo_set(why, ERR_INTERNAL, "TLS: cannot set up the connection to %s", w->host);
         return -1;
     }
-    while ((r = SSL_connect(w->ssl)) != 1) {
-        int e = SSL_get_error(w->ssl, r);
+    while ((r = ossl->connect(w->ssl)) != 1) {
+        int e = ossl->get_error(w->ssl, r);
 
         if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) ||
             wait_fd(w->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, timeout_ms) < 0) {
             char buf[200];
 
-            ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
+            ossl->err_error_string_n(ossl->err_get_error(), buf, sizeof(buf));
             errinfo_set(why, ERR_UNAVAILABLE, "TLS with %s failed: %s", w->host, buf);
             return -1;
         }
@@ -318,7 +319,7 @@ static int handshake(struct ws *w, const struct registry_spec *s, struct errinfo
         goto out;
     }
     snprintf(src, sizeof(src), "%s" WS_GUID, key);
-    EVP_Digest(src, strlen(src), digest, &dlen, EVP_sha1(), NULL);
+    ossl->evp_digest(src, strlen(src), digest, &dlen, ossl->evp_sha1(), NULL);
     accept = tools_base64_encode(digest, dlen, &klen);
     v = header_in(head, "Sec-WebSocket-Accept", &vlen);
     if (!accept || !v || vlen != strlen(accept) || strncmp(v, accept, vlen) != 0) {
@@ -581,7 +582,7 @@ static int read_some(struct ws *w, struct errinfo *why)
         rc = w->skip_left ? 0 : parse_frames(w, why);
         if (rc)
             return rc;
-        if (!w->ssl || !SSL_pending(w->ssl))
+        if (!w->ssl || !ossl->pending(w->ssl))
             if ((size_t)n < READ_SIZE)
                 return 0;
     }
@@ -632,14 +633,18 @@ static void run(struct mcpclient *c, struct errinfo *why)
     const struct registry_spec *s = mcpclient__spec(c);
     struct ws w = {.c = c, .fd = -1};
 
+    /* OpenSSL is loaded by the first WebSocket server (common/dynlib.h): even ws:// needs its
+     * SHA-1 for the handshake. One that cannot stays down with the reason. */
+    if (dynlib_load_ssl(why) < 0)
+        return;
     if (parse_url(&w, s->url, why) == 0 && tcp_connect(&w, s->timeout_ms, why) == 0 &&
         (!w.tls || tls_start(&w, s->timeout_ms, why) == 0) && handshake(&w, s, why) == 0)
         serve(&w, why);
     if (w.ssl) {
-        SSL_shutdown(w.ssl);
-        SSL_free(w.ssl);
+        ossl->shutdown(w.ssl);
+        ossl->ssl_free(w.ssl);
     }
-    SSL_CTX_free(w.ctx);
+    ossl->ctx_free(w.ctx);
     if (w.fd >= 0)
         close(w.fd);
     free(w.in);

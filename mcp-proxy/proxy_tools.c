@@ -28,6 +28,7 @@
  * Everything runs on the loop's thread. */
 #include "proxy.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,10 @@ static void on_list(void *ctx, const struct upstream_reply *reply)
         /* From now on runboxd says when its tools change. */
         if (apply_list(t, reply->body, reply->body_len))
             proxy_follow_want(t->cfg.follow);
+        /* The list's parse (about 180 KiB of cJSON for the catalog) and libcurl's start, just
+         * before it, leave free heap behind: give it back (proxy-mem.mjs: 1448 -> 1250 KiB of
+         * heap after 2000 calls). This runs once per tools change, not per call. */
+        malloc_trim(0);
     } else if (reply->outcome == UPSTREAM_ANSWERED) {
         t->reached = true;
         log_warn("proxy: runboxd refused GET /tools (HTTP %ld): %.300s; only runbox's own tools "

@@ -12,7 +12,6 @@
  * Answers are mapped to MCP terms in upstream_answer.c. */
 #include "upstream.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -23,9 +22,9 @@
 
 #include <curl/curl.h>
 
+#include "dynlib.h"
 #include "log.h"
 
-#define CURL_SONAME    "libcurl.so.4"
 #define FREE_MAX       32                  /* idle easy handles kept for reuse */
 #define MAX_CONNECTS   32                  /* idle connections kept alive (16 in flight and more) */
 #define RESP_KEEP      ((size_t)64 * 1024) /* a larger response buffer is freed on recycling */
@@ -77,79 +76,10 @@ int64_t upstream_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* ---- libcurl, loaded on first use ----
- *
- * libcurl is opened with dlopen() when the first request starts, not by the dynamic loader at
- * exec: it links some thirty libraries (TLS, Kerberos, LDAP, SSH, IDN...) whose loading and
- * constructors cost several milliseconds, and runbox must answer initialize about as fast as a
- * process that has none of them. The table holds the few entry points we call. */
-struct curl_api {
-    CURLcode (*global_init)(long flags);
-    CURL *(*easy_init)(void);
-    void (*easy_cleanup)(CURL *easy);
-    CURLcode (*easy_setopt)(CURL *easy, CURLoption opt, ...);
-    CURLcode (*easy_getinfo)(CURL *easy, CURLINFO info, ...);
-    const char *(*easy_strerror)(CURLcode code);
-    CURLM *(*multi_init)(void);
-    CURLMcode (*multi_cleanup)(CURLM *multi);
-    CURLMcode (*multi_setopt)(CURLM *multi, CURLMoption opt, ...);
-    CURLMcode (*multi_add_handle)(CURLM *multi, CURL *easy);
-    CURLMcode (*multi_remove_handle)(CURLM *multi, CURL *easy);
-    CURLMcode (*multi_socket_action)(CURLM *multi, curl_socket_t s, int ev_bitmask, int *running);
-    CURLMsg *(*multi_info_read)(CURLM *multi, int *msgs_in_queue);
-    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
-    void (*slist_free_all)(struct curl_slist *list);
-};
-
-static struct curl_api cu;
-static bool cu_loaded;
-
-#define CU_SYM(name)                                                                               \
-    {                                                                                              \
-        "curl_" #name, offsetof(struct curl_api, name)                                             \
-    }
-static const struct {
-    const char *name;
-    size_t offset;
-} cu_syms[] = {
-    CU_SYM(global_init),      CU_SYM(easy_init),           CU_SYM(easy_cleanup),
-    CU_SYM(easy_setopt),      CU_SYM(easy_getinfo),        CU_SYM(easy_strerror),
-    CU_SYM(multi_init),       CU_SYM(multi_cleanup),       CU_SYM(multi_setopt),
-    CU_SYM(multi_add_handle), CU_SYM(multi_remove_handle), CU_SYM(multi_socket_action),
-    CU_SYM(multi_info_read),  CU_SYM(slist_append),        CU_SYM(slist_free_all),
-};
-#undef CU_SYM
-
-static int curl_load(struct errinfo *err)
-{
-    void *lib;
-
-    if (cu_loaded)
-        return 0;
-    lib = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        lib = dlopen("libcurl.so", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        errinfo_set(err, ERR_UNAVAILABLE, "cannot load libcurl (%s): %s", CURL_SONAME, dlerror());
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof(cu_syms) / sizeof(cu_syms[0]); i++) {
-        void *sym = dlsym(lib, cu_syms[i].name);
-
-        if (!sym) {
-            errinfo_set(err, ERR_UNAVAILABLE, "libcurl lacks %s", cu_syms[i].name);
-            return -1; /* the library stays loaded: harmless, and dlclose could unmap cu */
-        }
-        /* A function pointer has the size of a data pointer on every POSIX system. */
-        memcpy((char *)&cu + cu_syms[i].offset, &sym, sizeof(sym));
-    }
-    if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        errinfo_set(err, ERR_UNAVAILABLE, "libcurl failed to initialise");
-        return -1;
-    }
-    cu_loaded = true;
-    return 0;
-}
+/* libcurl is opened with dlopen() when the first request starts, not by the dynamic loader at
+ * exec (common/dynlib.h): runbox must answer initialize about as fast as a process that has
+ * none of its thirty libraries. */
+static const struct dynlib_curl *const cu = &dynlib_curl;
 
 /* ---- curl callbacks ---- */
 
@@ -158,7 +88,7 @@ static bool is_event_stream(struct upstream_req *r)
 {
     char *ctype = NULL;
 
-    if (cu.easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype) != CURLE_OK || !ctype)
+    if (cu->easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype) != CURLE_OK || !ctype)
         return false;
     return strncasecmp(ctype, "text/event-stream", 17) == 0;
 }
@@ -245,7 +175,7 @@ static void req_destroy(struct upstream_req *r)
 {
     if (!r)
         return;
-    cu.easy_cleanup(r->easy);
+    cu->easy_cleanup(r->easy);
     free(r->resp);
     free(r);
 }
@@ -259,7 +189,7 @@ static int req_setup(struct upstream_req *r)
 #define SET(opt, val)                                                                              \
     do {                                                                                           \
         if (rc == CURLE_OK)                                                                        \
-            rc = cu.easy_setopt(e, opt, val);                                                      \
+            rc = cu->easy_setopt(e, opt, val);                                                     \
     } while (0)
     SET(CURLOPT_PRIVATE, r);
     SET(CURLOPT_WRITEFUNCTION, on_body);
@@ -288,7 +218,7 @@ static struct upstream_req *req_get(struct upstream *up, struct errinfo *err)
     if (!r)
         goto fail;
     r->up = up;
-    r->easy = cu.easy_init();
+    r->easy = cu->easy_init();
     if (!r->easy || req_setup(r) < 0)
         goto fail;
     return r;
@@ -363,25 +293,25 @@ static struct upstream_req *start(struct upstream *up, const char *path, const c
     r = req_get(up, err);
     if (!r)
         return NULL;
-    rc = cu.easy_setopt(r->easy, CURLOPT_URL, url);
+    rc = cu->easy_setopt(r->easy, CURLOPT_URL, url);
     if (rc == CURLE_OK)
-        rc = cu.easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+        rc = cu->easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
     if (rc == CURLE_OK && body) {
-        rc = cu.easy_setopt(r->easy, CURLOPT_HTTPHEADER,
-                            chunk ? up->post_sse_headers : up->post_headers);
+        rc = cu->easy_setopt(r->easy, CURLOPT_HTTPHEADER,
+                             chunk ? up->post_sse_headers : up->post_headers);
         if (rc == CURLE_OK)
-            rc = cu.easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+            rc = cu->easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
         if (rc == CURLE_OK)
-            rc = cu.easy_setopt(r->easy, CURLOPT_POSTFIELDS, body);
+            rc = cu->easy_setopt(r->easy, CURLOPT_POSTFIELDS, body);
     } else if (rc == CURLE_OK) {
-        rc = cu.easy_setopt(r->easy, CURLOPT_HTTPHEADER,
-                            chunk ? up->get_sse_headers : up->get_headers);
+        rc = cu->easy_setopt(r->easy, CURLOPT_HTTPHEADER,
+                             chunk ? up->get_sse_headers : up->get_headers);
         if (rc == CURLE_OK)
-            rc = cu.easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
+            rc = cu->easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
     }
-    if (rc != CURLE_OK || cu.multi_add_handle(up->multi, r->easy) != CURLM_OK) {
+    if (rc != CURLE_OK || cu->multi_add_handle(up->multi, r->easy) != CURLM_OK) {
         errinfo_set(err, ERR_INTERNAL, "upstream: cannot start the request to %.200s: %s", url,
-                    cu.easy_strerror(rc));
+                    cu->easy_strerror(rc));
         req_put(up, r);
         return NULL;
     }
@@ -426,7 +356,7 @@ void upstream_cancel(struct upstream *up, struct upstream_req *req)
 {
     if (!req)
         return;
-    cu.multi_remove_handle(up->multi, req->easy);
+    cu->multi_remove_handle(up->multi, req->easy);
     active_unlink(up, req);
     req_put(up, req);
 }
@@ -467,15 +397,15 @@ static void finish(struct upstream *up, struct upstream_req *r, CURLcode rc)
     memset(&rep, 0, sizeof(rep));
     rep.outcome = classify(rc, r->too_large);
     if (rep.outcome == UPSTREAM_ANSWERED)
-        cu.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        cu->easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
     else
-        cu.easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os_errno);
+        cu->easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os_errno);
     if (rep.outcome == UPSTREAM_REFUSED) {
         long sent = 0;
 
         /* curl retries a request whose reused connection died before any answer came; when
          * that retry is refused, the request had still reached the daemon once. */
-        cu.easy_getinfo(r->easy, CURLINFO_REQUEST_SIZE, &sent);
+        cu->easy_getinfo(r->easy, CURLINFO_REQUEST_SIZE, &sent);
         if (sent > 0)
             rep.outcome = UPSTREAM_DROPPED;
     }
@@ -483,7 +413,7 @@ static void finish(struct upstream *up, struct upstream_req *r, CURLcode rc)
     rep.os_errno = (int)os_errno;
     rep.body = r->resp ? r->resp : "";
     rep.body_len = r->resp_len;
-    rep.error = r->errbuf[0] ? r->errbuf : cu.easy_strerror(rc);
+    rep.error = r->errbuf[0] ? r->errbuf : cu->easy_strerror(rc);
     if (rep.outcome != UPSTREAM_ANSWERED)
         log_debug("upstream: request ended without an answer: %s (curl %d)", rep.error, (int)rc);
     r->done(r->ctx, &rep);
@@ -494,7 +424,7 @@ static void collect_done(struct upstream *up)
 {
     for (;;) {
         int left = 0;
-        CURLMsg *m = cu.multi_info_read(up->multi, &left);
+        CURLMsg *m = cu->multi_info_read(up->multi, &left);
         struct upstream_req *r = NULL;
         CURLcode rc;
         CURL *easy;
@@ -505,8 +435,8 @@ static void collect_done(struct upstream *up)
             continue;
         easy = m->easy_handle;
         rc = m->data.result; /* m is invalid after the next multi call */
-        cu.easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
-        cu.multi_remove_handle(up->multi, easy);
+        cu->easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+        cu->multi_remove_handle(up->multi, easy);
         active_unlink(up, r);
         finish(up, r, rc);
     }
@@ -548,11 +478,11 @@ void upstream_dispatch(struct upstream *up, const struct pollfd *fds, size_t n, 
             ev |= CURL_CSELECT_OUT;
         if (fds[i].revents & (POLLERR | POLLNVAL))
             ev |= CURL_CSELECT_ERR;
-        cu.multi_socket_action(up->multi, fds[i].fd, ev, &running);
+        cu->multi_socket_action(up->multi, fds[i].fd, ev, &running);
     }
     if (up->deadline_ms >= 0 && up->deadline_ms <= now_ms) {
         up->deadline_ms = -1;
-        cu.multi_socket_action(up->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        cu->multi_socket_action(up->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     }
     collect_done(up);
 }
@@ -569,7 +499,7 @@ static bool append_headers(struct curl_slist **list, const char *const *lines, s
 
         if (!h)
             continue;
-        l = cu.slist_append(*list, h);
+        l = cu->slist_append(*list, h);
         if (!l)
             return false;
         *list = l;
@@ -624,7 +554,7 @@ static int setup_multi(struct upstream *up)
 #define MSET(opt, val)                                                                             \
     do {                                                                                           \
         if (mc == CURLM_OK)                                                                        \
-            mc = cu.multi_setopt(up->multi, opt, val);                                             \
+            mc = cu->multi_setopt(up->multi, opt, val);                                            \
     } while (0)
     MSET(CURLMOPT_SOCKETFUNCTION, on_socket);
     MSET(CURLMOPT_SOCKETDATA, up);
@@ -641,9 +571,9 @@ static int ensure_ready(struct upstream *up, struct errinfo *err)
 {
     if (up->multi)
         return 0;
-    if (curl_load(err) < 0)
+    if (dynlib_load_curl(err) < 0)
         return -1;
-    up->multi = cu.multi_init();
+    up->multi = cu->multi_init();
     if (!up->multi) {
         errinfo_set(err, ERR_NOMEM, "upstream: cannot create the libcurl multi handle");
         goto fail;
@@ -656,13 +586,13 @@ static int ensure_ready(struct upstream *up, struct errinfo *err)
         goto fail;
     return 0;
 fail:
-    cu.slist_free_all(up->post_headers);
-    cu.slist_free_all(up->get_headers);
-    cu.slist_free_all(up->post_sse_headers);
-    cu.slist_free_all(up->get_sse_headers);
+    cu->slist_free_all(up->post_headers);
+    cu->slist_free_all(up->get_headers);
+    cu->slist_free_all(up->post_sse_headers);
+    cu->slist_free_all(up->get_sse_headers);
     up->post_headers = up->get_headers = up->post_sse_headers = up->get_sse_headers = NULL;
     if (up->multi)
-        cu.multi_cleanup(up->multi);
+        cu->multi_cleanup(up->multi);
     up->multi = NULL;
     return -1;
 }
@@ -709,7 +639,7 @@ void upstream_free(struct upstream *up)
     while (up->active) {
         struct upstream_req *r = up->active;
 
-        cu.multi_remove_handle(up->multi, r->easy);
+        cu->multi_remove_handle(up->multi, r->easy);
         active_unlink(up, r);
         req_destroy(r);
     }
@@ -720,11 +650,11 @@ void upstream_free(struct upstream *up)
         req_destroy(r);
     }
     if (up->multi) {
-        cu.multi_cleanup(up->multi);
-        cu.slist_free_all(up->post_headers);
-        cu.slist_free_all(up->get_headers);
-        cu.slist_free_all(up->post_sse_headers);
-        cu.slist_free_all(up->get_sse_headers);
+        cu->multi_cleanup(up->multi);
+        cu->slist_free_all(up->post_headers);
+        cu->slist_free_all(up->get_headers);
+        cu->slist_free_all(up->post_sse_headers);
+        cu->slist_free_all(up->get_sse_headers);
     }
     free(up->socks);
     free(up->base_url);

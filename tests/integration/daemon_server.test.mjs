@@ -1,7 +1,7 @@
 // Integration: runboxd as a server - keep-alive, concurrency, signals, the token, the
 // command line and config file, a taken port, and dropping root.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { request, runRunboxd, startDaemon } from '../lib/daemon.mjs';
+import { until } from '../lib/wait.mjs';
 
 function tmpdir(tag) {
   return mkdtempSync(path.join(os.tmpdir(), `runboxd-${tag}-`));
@@ -306,6 +307,52 @@ function threadStacks(pid) {
     .map((mp) => ({ kib: Number((mp.hi - mp.lo) / 1024n), rss: mp.rss }));
 }
 
+describe('libraries loaded on demand', () => {
+  test('a daemon with no external server over HTTP or WebSocket maps neither libcurl nor OpenSSL', async () => {
+    // They and the libraries they bring were 7.5 MiB of an idle runboxd's 19.5 MiB resident
+    // memory; only the registry's HTTP and WebSocket clients use them (common/dynlib.h).
+    const d = await startDaemon({ workspace: ':memory:' });
+    try {
+      assert.equal((await d.get('/health')).body.ok, true);
+      const libs = [...new Set(readFileSync(`/proc/${d.pid}/maps`, 'utf8').split('\n')
+        .map((l) => /\/([^/\s]+\.so[.\d]*)$/.exec(l)).filter(Boolean).map((m) => m[1]))];
+      const loaded = libs.filter((l) => /^lib(curl|ssl|crypto|gnutls|krb5|ldap)/.test(l));
+      assert.deepEqual(loaded, [], `runboxd maps ${libs.join(' ')}`);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test('where libcurl and OpenSSL cannot be loaded, the servers needing them fail saying so', async () => {
+    // A library without their entry points stands in for both (found first on LD_LIBRARY_PATH).
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'runbox-nolibs-'));
+    let d = null;
+    chmodSync(tmp, 0o755); // runboxd started as root loads them after dropping to nobody
+    try {
+      for (const name of ['libcurl.so.4', 'libssl.so.3']) {
+        symlinkSync(process.env.RUNBOX_EMPTY_LIB, path.join(tmp, name));
+      }
+      writeFileSync(path.join(tmp, 'config.json'), JSON.stringify({ mcpServers: {
+        h: { url: 'http://127.0.0.1:9/mcp' },
+        w: { url: 'ws://127.0.0.1:9/ws' },
+      } }));
+      d = await startDaemon({ workspace: ':memory:', args: ['--config', path.join(tmp, 'config.json')],
+                              env: { LD_LIBRARY_PATH: tmp } });
+      let by = {};
+      await until('both servers failed', async () => {
+        by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name, s]));
+        return by.h?.last_error && by.w?.last_error;
+      });
+      assert.match(by.h.last_error, /libcurl lacks curl_/);
+      assert.match(by.w.last_error, /OpenSSL lacks /);
+      assert.equal((await d.get('/health')).body.ok, true); // and the daemon serves on
+    } finally {
+      await d?.stop();
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('worker thread stacks', () => {
   test('every thread has at least 1 MiB of stack, and only touched pages count', async () => {
     // civetweb (as Debian builds it) asks for 100 KiB stacks; runboxd raises them to 1 MiB,
@@ -320,9 +367,22 @@ describe('worker thread stacks', () => {
       assert.ok(big.length >= threads - 1, // all but the main thread, which has [stack]
                 `${big.length} of ${threads - 1} thread stacks are >= 1 MiB: ${JSON.stringify(stacks)}`);
       // (ThreadSanitizer's runtime maps and touches regions of the same shape: not counted.)
-      if (!/libtsan/.test(readFileSync(`/proc/${d.pid}/maps`, 'utf8'))) {
+      const maps = readFileSync(`/proc/${d.pid}/maps`, 'utf8');
+      if (!/libtsan/.test(maps)) {
         const rss = big.reduce((n, st) => n + st.rss, 0);
         assert.ok(rss < big.length * 256, `${big.length} stacks hold ${rss} KiB`);
+      }
+      // An idle worker's stack is two pages: glibc's thread descriptor and static TLS on the
+      // top one, civetweb's start of the thread (its deepest frame is vfprintf, naming the
+      // thread) on the next, 8 168 bytes down. Thread-local storage of runboxd's own, or a
+      // library with initial-exec TLS linked at start, pushes that onto a third page: 4 KiB
+      // more for each of the 320 workers. (Sanitizer runtimes deepen every frame: not counted.)
+      if (!/lib(tsan|asan|ubsan)/.test(maps)) {
+        const workers = stacks.filter((st) => st.kib === 1024); // the others have 8 MiB
+        const over = workers.filter((st) => st.rss > 8);
+        assert.ok(workers.length >= 320, `${workers.length} worker stacks`);
+        assert.ok(over.length <= 4, `${over.length} of ${workers.length} worker stacks hold more than ` +
+                  `8 KiB (${JSON.stringify(over.slice(0, 8))})`); // the few that served a request
       }
       // And the depth they are for: a search 200 directories deep answers.
       const deep = Array.from({ length: 200 }, (_, i) => `d${i}`).join('/');

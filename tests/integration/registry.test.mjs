@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -142,6 +142,11 @@ test('every server is ready with its transport, protocol and counts; a disabled 
   const tool = await daemon.call('mcp_servers', { name: 'evsse' });
   assert.equal(tool.body.result.servers.length, 1);
   assert.equal(tool.body.result.servers[0].state, 'ready');
+  // The servers over HTTP and WebSocket had runboxd load libcurl and OpenSSL (common/dynlib.h);
+  // a daemon without such servers maps neither (daemon_server.test.mjs).
+  const maps = readFileSync(`/proc/${daemon.pid}/maps`, 'utf8');
+  assert.match(maps, /\/libcurl\.so/);
+  assert.match(maps, /\/libssl\.so/);
 });
 
 test('GET /tools lists the external tools as <server>__<tool> in the allowed form', async () => {

@@ -67,6 +67,13 @@ static const struct {
     {"\xef\xbf\xbd!", 4, 4},    /* U+FFFD itself is fine */
     {"a\0b", 3, 3},             /* NUL is valid UTF-8 */
     {"\xc3\xa9\xe2\x82\xac\xff", 6, 5},
+    /* Past the first eight bytes, where runs of ASCII are checked a word at a time. */
+    {"abcdefghijklmnop\xff", 17, 16},
+    {"abcdefg\xc3\xa9hijklmnopq", 19, 19},        /* a character across a word's edge */
+    {"abcdefgh\xe2\x82", 10, 8},                  /* cut short after a whole word */
+    {"0123456789abcde\x80xyz", 19, 15},           /* stray continuation in the second word */
+    {"0123456789abcdef0123456789abcdef", 32, 32}, /* words only */
+    {"0123456789abcdef0123456\xed\xa0\x80", 26, 23},
 };
 
 START_TEST(test_utf8_valid_prefix)
