@@ -406,21 +406,18 @@ static struct registry *start_registry(const struct config *cfg, struct tools_ct
                                        const struct catalog *cat, struct errinfo *err)
 {
     struct registry_specs specs = {0};
-    cJSON *sb = proc_sandbox_json(tools->proc);
-    const cJSON *bwrap = cJSON_GetObjectItemCaseSensitive(sb, "bwrap");
     struct registry_options ro = {.specs = &specs,
                                   .builtin = cat ? cat : catalog_builtin(),
                                   .console = tools->console,
                                   .events = tools->events,
                                   .proc = tools->proc,
-                                  .bwrap = cJSON_IsString(bwrap) ? bwrap->valuestring : NULL,
+                                  .bwrap = proc_bwrap_path(tools->proc),
                                   .allow_network = cfg->allow_network};
     struct registry *r = NULL;
 
     if (collect_specs(cfg, &specs, err) == 0)
         r = registry_new(&ro, err);
     registry_specs_cleanup(&specs);
-    cJSON_Delete(sb);
     return r;
 }
 
