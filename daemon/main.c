@@ -68,18 +68,19 @@ static char *cache_subdir(const char *base, const char *leaf, uid_t uid, gid_t g
         }
     if ((mkdir(path, 0700) < 0 && errno != EEXIST) ||
         (geteuid() == 0 && chown(path, uid, gid) < 0)) {
-        log_warn("runboxd: no %s cache for exec: %s: %s", leaf, path, strerror(errno));
+        log_warn("runboxd: no %s cache: %s: %s", leaf, path, strerror(errno));
         free(path);
         return NULL;
     }
     return path;
 }
 
-/* npm's and pip's caches for exec (owned), made before root is dropped; and the checkpoint
- * store, opened then too (as root, its path may lie under a home the account cannot
- * traverse: the daemon keeps the directory fd). */
+/* npm's and pip's caches for exec (owned), and the daemon's own (the host programs' versions,
+ * hosttools.h), made before root is dropped; and the checkpoint store, opened then too (as
+ * root, its path may lie under a home the account cannot traverse: the daemon keeps the
+ * directory fd). */
 struct caches {
-    char *npm, *pip;
+    char *npm, *pip, *own;
     int store_fd;    /* the checkpoint store, or -1 */
     char *store_tmp; /* owned: a :memory: workspace's store, removed at exit */
 };
@@ -151,6 +152,7 @@ static void caches_make(struct caches *c, const struct config *cfg, uid_t uid, g
 {
     c->npm = cache_subdir(cfg->cache_dir, "npm", uid, gid);
     c->pip = cache_subdir(cfg->cache_dir, "pip", uid, gid);
+    c->own = cache_subdir(cfg->cache_dir, "runboxd", uid, gid);
     store_open(c, cfg, uid, gid);
 }
 
@@ -219,10 +221,10 @@ static int check_user(const struct config *cfg)
     return -1;
 }
 
-/* Probes the programs the catalog's "hostTools" name and builds the daemon's catalog, whose
- * exec description names what is installed. NULL (the compiled-in catalog is served) only when
- * memory runs out. */
-static struct catalog *probe_tools(struct hosttools *ht)
+/* Probes the programs the catalog's "hostTools" name (their versions kept in cache_dir, which
+ * may be NULL) and builds the daemon's catalog, whose exec description names what is
+ * installed. NULL (the compiled-in catalog is served) only when memory runs out. */
+static struct catalog *probe_tools(struct hosttools *ht, const char *cache_dir)
 {
     const struct catalog *cat = catalog_builtin();
     const char *names[HOSTTOOLS_MAX];
@@ -243,7 +245,7 @@ static struct catalog *probe_tools(struct hosttools *ht)
                 names[n++] = it->valuestring;
         }
     }
-    hosttools_probe(ht, names, n, NULL);
+    hosttools_probe(ht, names, n, NULL, cache_dir);
     note = hosttools_sentence(ht);
     own = note ? catalog_builtin_amended(note, NULL) : NULL;
     if (note)
@@ -453,7 +455,7 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     struct errinfo err = {0};
     struct api *a = NULL;
     struct hosttools ht;
-    struct catalog *own = probe_tools(&ht), *view = NULL;
+    struct catalog *own = probe_tools(&ht, caches->own), *view = NULL;
     struct egress_options eopt = {.policy = &cfg->net, .defaults = true, .console = console};
     struct netglue net = {0};
     int sig = 0;
@@ -622,6 +624,7 @@ out:
     catalog_free(cat);
     free(caches.npm);
     free(caches.pip);
+    free(caches.own);
     store_close(&caches);
     cgroup_free(cg);
     console_free(console);
