@@ -360,6 +360,22 @@ test('a client that drops its /mcp POST of an external tool cancels the upstream
   assert.match(r.text, /w: after/);
 });
 
+// Requests to a stdio server are written by the calling thread when nothing waits before them
+// (a line of at most PIPE_BUF bytes, which a pipe takes whole), else queued for the server's
+// thread: mixed small and large ones in flight together must reach it as whole lines.
+test('small and large requests in flight together to one stdio server all come back whole', async () => {
+  const sizes = [10, 5000, 20, 100000, 30, 4095, 4096, 40, 70000, 50];
+  const results = await Promise.all(sizes.map((n, i) => {
+    const message = `${i}:` + 'x'.repeat(n);
+    return daemon.call('ev__echo', { message }).then((r) => ({ r, message }));
+  }));
+  for (const { r, message } of results) {
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+    assert.equal(r.body.ok, true, r.text.slice(0, 300));
+    assert.equal(r.body.result, `Echo: ${message}`);
+  }
+});
+
 test('16 calls in flight to 4 upstreams at once', async () => {
   // Four WebSocket servers whose calls wait at one gate until all 16 have started: the gate
   // only opens if runboxd really has them all in flight together.
