@@ -331,6 +331,11 @@ bool mcp_call_wants_progress(const struct mcp_call *c)
     return c->progress_token != NULL;
 }
 
+bool mcp_call_may_block(const struct mcp_call *c)
+{
+    return !c->batch && c->origin && c->s->t->may_block && c->s->t->may_block(c->s->ctx, c->origin);
+}
+
 void mcp_call_progress(struct mcp_call *c, double progress, double total, const char *message)
 {
     struct mcp_session *s = c->s;

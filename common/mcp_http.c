@@ -164,6 +164,7 @@ static void stream_init(struct hstream *st, struct mg_connection *conn, bool mod
     st->owner = pthread_self();
     st->modern = modern;
     st->queue_max = queue_max;
+    st->watch = -1;
 }
 
 static void stream_destroy(struct hstream *st)
@@ -303,23 +304,87 @@ static void stream_deliver(struct hstream *st, const char *json, size_t len,
     pthread_mutex_unlock(&st->mu);
 }
 
+/* The watcher's thread: the client of st left. A handler answering on st's owner thread is
+ * cancelled now (nobody else would notice before it ends); a stream_run wakes up. */
 static void on_client_gone(void *arg)
 {
     struct hstream *st = arg;
+    struct hsess *hs;
 
     pthread_mutex_lock(&st->mu);
     st->dead = true;
+    hs = st->inline_hs;
     pthread_cond_broadcast(&st->cond);
     pthread_mutex_unlock(&st->mu);
+    if (hs)
+        mcp_session_cancel_origin(hs->ms, st);
+}
+
+/* Starts watching st's client, once (owner thread). */
+static void stream_watch(struct mcp_http *h, struct hstream *st)
+{
+    if (st->watch < 0 && h->opt.watch)
+        st->watch = h->opt.watch(h->opt.ctx, st->conn, on_client_gone, st);
+}
+
+/* Lists st in h->open (once), where the session's end finds it (owner thread). */
+static void stream_list(struct mcp_http *h, struct hstream *st)
+{
+    pthread_mutex_lock(&h->mu);
+    if (!st->in_open) {
+        st->next_open = h->open;
+        h->open = st;
+        st->in_open = true;
+    }
+    if (st->sess && st->sess->ending) { /* it ended before this stream was listed */
+        pthread_mutex_lock(&st->mu);
+        st->session_ended = true;
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void stream_unlist(struct mcp_http *h, struct hstream *st)
+{
+    pthread_mutex_lock(&h->mu);
+    for (struct hstream **pp = &h->open; st->in_open && *pp; pp = &(*pp)->next_open)
+        if (*pp == st) {
+            *pp = st->next_open;
+            break;
+        }
+    st->in_open = false;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Stops watching st's client: on_client_gone neither runs nor will run (owner thread). */
+static void stream_unwatch(struct mcp_http *h, struct hstream *st)
+{
+    if (st->watch >= 0)
+        h->opt.unwatch(h->opt.ctx, st->watch);
+    st->watch = -1;
 }
 
 /* Serves st until it is done (its answer written) or dead, writing what others queue. long_lived
  * streams get keep-alive comments. */
+/* The end of serving st (owner thread): no longer listed or watched. A stream that ends without
+ * its answer: the SSE body still needs its last chunk; a POST whose session ended before
+ * anything was sent says so. */
+static void stream_end(struct mcp_http *h, struct hstream *st)
+{
+    stream_unlist(h, st);
+    stream_unwatch(h, st);
+    if (st->mode == ST_SSE && !st->done && !st->dead)
+        mg_write(st->conn, "0\r\n\r\n", 5);
+    else if (st->mode == ST_UNSTARTED && st->session_ended && !st->done && !st->dead)
+        http_error(st->conn, 404, -32001, NULL,
+                   "Session not found: the session ended while this request was served (its "
+                   "calls are cancelled)");
+}
+
 static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
 {
     int keepalive = h->opt.keepalive_ms;
     int64_t next_ping;
-    int watch;
     bool over;
 
     /* A request answered while it was handled (every quick tool) is over: no watching of its
@@ -327,20 +392,13 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
     pthread_mutex_lock(&st->mu);
     over = !long_lived && !st->head && (st->done || st->dead || st->session_ended);
     pthread_mutex_unlock(&st->mu);
-    if (over)
+    if (over) { /* perhaps after a handler answered at length, inline (hsess_may_block) */
+        stream_end(h, st);
         return;
-    next_ping = mcp_http__now_ms() + keepalive;
-    watch = h->opt.watch ? h->opt.watch(h->opt.ctx, st->conn, on_client_gone, st) : -1;
-
-    pthread_mutex_lock(&h->mu);
-    st->next_open = h->open;
-    h->open = st;
-    if (st->sess && st->sess->ending) { /* it ended before this stream was listed */
-        pthread_mutex_lock(&st->mu);
-        st->session_ended = true;
-        pthread_mutex_unlock(&st->mu);
     }
-    pthread_mutex_unlock(&h->mu);
+    next_ping = mcp_http__now_ms() + keepalive;
+    stream_watch(h, st);
+    stream_list(h, st);
     pthread_mutex_lock(&st->mu);
     for (;;) {
         struct qmsg *m;
@@ -353,6 +411,12 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
             if (!st->head)
                 st->tail = NULL;
             st->queued -= m->len;
+            if (m->kind == MCP_ROUTE_RESPONSE && !m->len && st->session_ended) {
+                /* Cancelled because its session ended (an inline handler's call): the end
+                 * below says so. */
+                free(m);
+                continue;
+            }
             pthread_mutex_unlock(&st->mu);
             if (!st->done && !st->dead && owner_write(st, m->text, m->len, m->kind) < 0) {
                 pthread_mutex_lock(&st->mu);
@@ -391,23 +455,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
         pthread_cond_timedwait(&st->cond, &st->mu, &ts);
     }
     pthread_mutex_unlock(&st->mu);
-    pthread_mutex_lock(&h->mu);
-    for (struct hstream **pp = &h->open; *pp; pp = &(*pp)->next_open)
-        if (*pp == st) {
-            *pp = st->next_open;
-            break;
-        }
-    pthread_mutex_unlock(&h->mu);
-    if (watch >= 0)
-        h->opt.unwatch(h->opt.ctx, watch);
-    /* A stream that ends without its answer: the SSE body still needs its last chunk; a POST
-     * whose session ended before anything was sent says so. */
-    if (st->mode == ST_SSE && !st->done && !st->dead)
-        mg_write(st->conn, "0\r\n\r\n", 5);
-    else if (st->mode == ST_UNSTARTED && st->session_ended && !st->dead)
-        http_error(st->conn, 404, -32001, NULL,
-                   "Session not found: the session ended while this request was served (its "
-                   "calls are cancelled)");
+    stream_end(h, st);
 }
 
 /* ---- sessions ---- */
@@ -454,8 +502,27 @@ static void hsess_closed(void *ctx)
     free(hs);
 }
 
-static const struct mcp_transport hsess_transport = {
-    .send = hsess_send, .closed = hsess_closed, .unanswered = hsess_unanswered};
+/* A request of a POST, on the worker that serves the POST (which waits for the answer anyway):
+ * its handler may answer here however long it takes, the client watched meanwhile. */
+static bool hsess_may_block(void *ctx, void *origin)
+{
+    struct hsess *hs = ctx;
+    struct hstream *st = origin;
+
+    if (!st->ends_at_answer || !pthread_equal(pthread_self(), st->owner))
+        return false;
+    stream_watch(hs->h, st);
+    pthread_mutex_lock(&st->mu);
+    st->inline_hs = hs;
+    pthread_mutex_unlock(&st->mu);
+    stream_list(hs->h, st); /* so that the session's end cancels it (mcp_http__session_end) */
+    return true;
+}
+
+static const struct mcp_transport hsess_transport = {.send = hsess_send,
+                                                     .closed = hsess_closed,
+                                                     .unanswered = hsess_unanswered,
+                                                     .may_block = hsess_may_block};
 
 static void random_id(char out[MCP_HTTP_ID_LEN + 1])
 {
@@ -599,6 +666,8 @@ int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo 
 
 void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
 {
+    struct hstream *inl[16]; /* streams whose handler answers at length on their owner thread */
+    size_t ninl = 0;
     bool now;
 
     pthread_mutex_lock(&h->mu);
@@ -623,11 +692,17 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
                 continue;
             pthread_mutex_lock(&st->mu);
             st->session_ended = true;
+            if (st->inline_hs && ninl < sizeof(inl) / sizeof(inl[0]))
+                inl[ninl++] = st;
             pthread_cond_broadcast(&st->cond);
             pthread_mutex_unlock(&st->mu);
         }
     }
     pthread_mutex_unlock(&h->mu);
+    /* An inline handler is not waiting on its stream: its call is cancelled here (st is only
+     * compared: the session has no other calls of that origin even if st has gone since). */
+    for (size_t i = 0; i < ninl; i++)
+        mcp_session_cancel_origin(hs->ms, inl[i]);
     if (now)
         mcp_session_close(hs->ms); /* hs is freed when the engine's session is gone */
 }
@@ -982,6 +1057,7 @@ static int serve_post(struct mcp_http *h, struct mg_connection *conn, struct hse
         pthread_mutex_unlock(&st->mu);
         if (!answered) {
             mcp_session_cancel_origin(hs->ms, st);
+            stream_unwatch(h, st);
             write_answer(conn, 202, "application/json", "", 0, NULL, NULL);
             return 202;
         }

@@ -45,9 +45,14 @@ struct hstream {
     bool session_ended;  /* its session ended (DELETE, the /sse stream closed) while it ran */
     struct hsess *sess;  /* the session it serves, or NULL (h->mu, while in h->open) */
     struct qmsg *head, *tail;
-    struct hstream *next_open; /* in h->open (h->mu), while stream_run serves it */
+    struct hstream *next_open; /* in h->open (h->mu), while stream_run or an inline handler
+                                  (hsess_may_block) serves it */
+    bool in_open;              /* listed in h->open (h->mu) */
     size_t queued;             /* bytes in the queue */
     size_t queue_max;
+    int watch;               /* the embedder's watch of the client (opt.watch), or -1 */
+    struct hsess *inline_hs; /* set (owner) when a handler answers at length on the owner
+                                thread (hsess_may_block): a client that leaves cancels it */
     char session_header[MCP_HTTP_ID_LEN + 1]; /* Mcp-Session-Id to send with the first bytes */
 };
 

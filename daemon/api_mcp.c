@@ -168,7 +168,7 @@ static void on_tool(void *arg, struct mcp_call *mc)
     struct mcall *m = calloc(1, sizeof(*m));
     pthread_attr_t attr;
     pthread_t t;
-    bool long_call;
+    bool long_call, logs;
     char client[32];
 
     if (!m) {
@@ -191,15 +191,20 @@ static void on_tool(void *arg, struct mcp_call *mc)
         call_set_progress(m->c, progress_sink, mc);
     /* Legacy sessions hear every console entry at their level (on_event); a modern request
      * hears only about its own work. */
-    if (mcp_call_is_modern(mc) && mcp_call_log_level(mc) >= 0)
+    logs = mcp_call_is_modern(mc) && mcp_call_log_level(mc) >= 0;
+    if (logs)
         call_set_log(m->c, log_sink, mc);
     mcp_call_on_cancel(mc, cancel_hook, m->c);
     long_call = catalog_tool_budget(call_tool(m->c)) != CATALOG_BUDGET_NONE;
-    if (!long_call) {
+    /* A POST's worker waits for the answer anyway: a long call runs there too (no thread to
+     * start, two hand-overs fewer), its client watched by the transport; not one whose
+     * progress or log other threads report (the worker could not send them while it waits). */
+    if (!long_call || (!mcp_call_wants_progress(mc) && !logs && mcp_call_may_block(mc))) {
         finish(m);
         return;
     }
-    /* A long call gets a thread of its own: the session it came on goes on reading. */
+    /* Elsewhere (WebSocket, legacy SSE, a batch) a long call gets a thread of its own: the
+     * session it came on goes on reading. */
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &attr, finish_thread, m) != 0) {

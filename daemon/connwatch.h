@@ -4,12 +4,15 @@
  * the handler returns, so a client that drops a long call (curl interrupted, the proxy aborting
  * a cancelled call, an MCP client closing the response stream) would leave the work running to
  * its end, with its side effects. A transport that starts a long call therefore registers the
- * connection's socket here; one thread polls every registered socket for the peer's close
- * (POLLRDHUP, POLLHUP, POLLERR) and then runs the entry's callback once: the call is cancelled.
+ * connection's socket here (an epoll registration: no other thread is woken); one thread waits
+ * for the peer's close of any of them (EPOLLRDHUP, EPOLLHUP, EPOLLERR) and then runs the entry's
+ * callback once: the call is cancelled.
  *
  * civetweb does not expose a connection's socket, so connwatch_find_socket() finds it among the
  * process's descriptors by the connection's addresses, which identify a TCP connection. It costs
- * a scan of the open descriptors, so it is only done for calls that may run long.
+ * a scan of the open descriptors, so it is only done for calls that may run long, and each
+ * thread remembers the socket it found last (checked again at the next lookup: a kept-alive
+ * connection's calls then cost two system calls each).
  *
  * Thread-safety: any thread (internal lock). Callbacks run on the watcher's thread with the
  * watcher's lock held (lock order: connwatch, then what the callback takes: a call, then the

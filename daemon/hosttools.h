@@ -2,7 +2,10 @@
  * the catalog's "hostTools") are installed where the sandbox looks for them, with versions.
  *
  * Probed once at start: each name is looked up on the sandbox's PATH (the host's /usr, which the
- * sandbox sees read-only) and asked for its version. The result goes into /health
+ * sandbox sees read-only) and asked for its version, all at once. The versions are kept in a
+ * cache file with the identity of each program's file, so a start finds them without running
+ * anything (node --version alone takes 15-30 ms, before the HTTP listener may start) until a
+ * program is replaced or upgraded. The result goes into /health
  * (sandbox.tools) and into the exec tool's description in the daemon's catalog, so the model is
  * never told about a program that is not there.
  * Thread-safety: a struct hosttools is written by hosttools_probe, then only read. */
@@ -30,9 +33,15 @@ struct hosttools {
 };
 
 /* Looks up each of names (at most HOSTTOOLS_MAX) in the directories of path (":"-separated;
- * NULL = HOSTTOOLS_PATH) and runs "<program> --version" (at most 5 s each). Cannot fail: a
- * program that is missing or does not answer has an empty path or version. */
-void hosttools_probe(struct hosttools *h, const char *const *names, size_t n, const char *path);
+ * NULL = HOSTTOOLS_PATH) and runs "<program> --version" for those whose version is not known,
+ * all at once (at most 5 s in all). npm's version is read from its package.json.
+ * cache_dir: a directory this process may write, or NULL (no cache). "<cache_dir>/hosttools.json"
+ * keeps each version with the identity of the file the program resolves to (device, inode,
+ * size, mtime, ctime); a program whose identity is unchanged is not run again, and the file is
+ * rewritten only when a program was run. Cannot fail: a program that is missing or does not
+ * answer has an empty path or version (and is asked again at the next start). */
+void hosttools_probe(struct hosttools *h, const char *const *names, size_t n, const char *path,
+                     const char *cache_dir);
 
 /* Pure. The version in a program's --version output: the first word that starts with a digit,
  * or with "v" and a digit ("v20.1.0", "Python 3.11.2" -> "3.11.2", "git version 2.39.5" ->

@@ -70,18 +70,19 @@ static char *cache_subdir(const char *base, const char *leaf, uid_t uid, gid_t g
         }
     if ((mkdir(path, 0700) < 0 && errno != EEXIST) ||
         (geteuid() == 0 && chown(path, uid, gid) < 0)) {
-        log_warn("runboxd: no %s cache for exec: %s: %s", leaf, path, strerror(errno));
+        log_warn("runboxd: no %s cache: %s: %s", leaf, path, strerror(errno));
         free(path);
         return NULL;
     }
     return path;
 }
 
-/* npm's and pip's caches for exec (owned), made before root is dropped; and the checkpoint
- * store, opened then too (as root, its path may lie under a home the account cannot
- * traverse: the daemon keeps the directory fd). */
+/* npm's and pip's caches for exec (owned), and the daemon's own (the host programs' versions,
+ * hosttools.h), made before root is dropped; and the checkpoint store, opened then too (as
+ * root, its path may lie under a home the account cannot traverse: the daemon keeps the
+ * directory fd). */
 struct caches {
-    char *npm, *pip;
+    char *npm, *pip, *own;
     int store_fd;    /* the checkpoint store, or -1 */
     char *store_tmp; /* owned: a :memory: workspace's store, removed at exit */
 };
@@ -218,6 +219,7 @@ static void caches_make(struct caches *c, const struct config *cfg, uid_t uid, g
 {
     c->npm = cache_subdir(cfg->cache_dir, "npm", uid, gid);
     c->pip = cache_subdir(cfg->cache_dir, "pip", uid, gid);
+    c->own = cache_subdir(cfg->cache_dir, "runboxd", uid, gid);
     store_open(c, cfg, uid, gid);
 }
 
@@ -286,10 +288,10 @@ static int check_user(const struct config *cfg)
     return -1;
 }
 
-/* Probes the programs the catalog's "hostTools" name and builds the daemon's catalog, whose
- * exec description names what is installed. NULL (the compiled-in catalog is served) only when
- * memory runs out. */
-static struct catalog *probe_tools(struct hosttools *ht)
+/* Probes the programs the catalog's "hostTools" name (their versions kept in cache_dir, which
+ * may be NULL) and builds the daemon's catalog, whose exec description names what is
+ * installed. NULL (the compiled-in catalog is served) only when memory runs out. */
+static struct catalog *probe_tools(struct hosttools *ht, const char *cache_dir)
 {
     const struct catalog *cat = catalog_builtin();
     const char *names[HOSTTOOLS_MAX];
@@ -310,7 +312,7 @@ static struct catalog *probe_tools(struct hosttools *ht)
                 names[n++] = it->valuestring;
         }
     }
-    hosttools_probe(ht, names, n, NULL);
+    hosttools_probe(ht, names, n, NULL, cache_dir);
     note = hosttools_sentence(ht);
     own = note ? catalog_builtin_amended(note, NULL) : NULL;
     if (note)
@@ -473,21 +475,18 @@ static struct registry *start_registry(const struct config *cfg, struct tools_ct
                                        const struct catalog *cat, struct errinfo *err)
 {
     struct registry_specs specs = {0};
-    cJSON *sb = proc_sandbox_json(tools->proc);
-    const cJSON *bwrap = cJSON_GetObjectItemCaseSensitive(sb, "bwrap");
     struct registry_options ro = {.specs = &specs,
                                   .builtin = cat ? cat : catalog_builtin(),
                                   .console = tools->console,
                                   .events = tools->events,
                                   .proc = tools->proc,
-                                  .bwrap = cJSON_IsString(bwrap) ? bwrap->valuestring : NULL,
+                                  .bwrap = proc_bwrap_path(tools->proc),
                                   .allow_network = cfg->allow_network};
     struct registry *r = NULL;
 
     if (collect_specs(cfg, &specs, err) == 0)
         r = registry_new(&ro, err);
     registry_specs_cleanup(&specs);
-    cJSON_Delete(sb);
     return r;
 }
 
@@ -523,7 +522,7 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     struct errinfo err = {0};
     struct api *a = NULL;
     struct hosttools ht;
-    struct catalog *own = probe_tools(&ht), *view = NULL;
+    struct catalog *own = probe_tools(&ht, caches->own), *view = NULL;
     struct egress_options eopt = {.policy = &cfg->net, .defaults = true, .console = console};
     struct netglue net = {0};
     int sig = 0;
@@ -689,6 +688,7 @@ out:
     catalog_free(cat);
     free(caches.npm);
     free(caches.pip);
+    free(caches.own);
     store_close(&caches);
     cgroup_free(cg);
     console_free(console);

@@ -4,7 +4,9 @@
  * DESIGN: everything about the protocol happens here, on the client's thread, except waiting:
  * a request from a worker thread puts its message on the outgoing queue, wakes the thread
  * (an eventfd the transport polls) and sleeps on its own condition variable until the thread
- * hands it the answer, its deadline passes, its call is cancelled or the connection ends. The
+ * hands it the answer, its deadline passes, its call is cancelled or the connection ends. To a
+ * stdio server with nothing queued, the worker writes a short request itself (direct_send,
+ * one non-blocking write of a whole line, under c->mu): no wake-up of the thread. The
  * handshake and the list reads are "internal" requests whose answers run a callback on the
  * thread, so the thread never blocks on the server. Everything shared is under c->mu, which is
  * held only to copy in or out: callbacks into the call service (progress) and the changed
@@ -19,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +96,8 @@ struct mcpclient {
     unsigned stderr_count;
     int hint; /* the transport's, across connections */
     int wake_fd;
+    int direct_fd;    /* the stdio child's stdin while it is served, else -1 (see direct_send) */
+    bool direct_busy; /* the transport is writing a message it took (mcpclient__next_out) */
     bool started;
     bool stopping;
     bool modern;
@@ -223,8 +229,34 @@ char *mcpclient__next_out(struct mcpclient *c, size_t *len)
         *len = m->len;
         free(m);
     }
+    /* The transport asks again only once the last one is written. */
+    c->direct_busy = data != NULL;
     pthread_mutex_unlock(&c->mu);
     return data;
+}
+
+void mcpclient__set_direct_fd(struct mcpclient *c, int fd)
+{
+    pthread_mutex_lock(&c->mu);
+    c->direct_fd = fd;
+    c->direct_busy = false;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Writes text and a newline to the stdio child's stdin from the requesting thread (mu held),
+ * when nothing is queued or being written before it: the client's thread is then not woken to
+ * write it, which is one hand-over fewer per call. Only a line of at most PIPE_BUF bytes is
+ * written so: a pipe takes it whole or not at all (EAGAIN), so no half line is left behind.
+ * False: nothing was written; queue it. */
+static bool direct_send(struct mcpclient *c, const char *text)
+{
+    size_t len = strlen(text);
+    struct iovec iov[2] = {{.iov_base = (void *)text, .iov_len = len},
+                           {.iov_base = (void *)"\n", .iov_len = 1}};
+
+    if (c->direct_fd < 0 || c->direct_busy || c->out_head || len + 1 > PIPE_BUF)
+        return false;
+    return writev(c->direct_fd, iov, 2) == (ssize_t)(len + 1);
 }
 
 void mcpclient__unsend(struct mcpclient *c, char *msg, size_t len)
@@ -1189,6 +1221,7 @@ struct mcpclient *mcpclient_new(const struct mcpclient_options *opt, struct erri
     c->next_id = 1;
     c->state = MCPCLIENT_DISABLED;
     c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    c->direct_fd = -1;
     pthread_mutex_init(&c->mu, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1379,6 +1412,8 @@ int mcpclient_request(struct mcpclient *c, const char *method, cJSON *params, st
 {
     struct pending *p = calloc(1, sizeof(*p));
     pthread_condattr_t ca;
+    char *text;
+    bool sent;
     int rc;
 
     *result = NULL;
@@ -1411,8 +1446,11 @@ int mcpclient_request(struct mcpclient *c, const char *method, cJSON *params, st
     }
     p->id = c->next_id++;
     p->gen = c->gen;
-    if (enqueue_locked(c, request_text(c, p->id, method, params, call_wants_progress(call)), err) <
-        0) {
+    text = request_text(c, p->id, method, params, call_wants_progress(call));
+    sent = text && direct_send(c, text);
+    if (sent) {
+        free(text);
+    } else if (enqueue_locked(c, text, err) < 0) {
         pthread_mutex_unlock(&c->mu);
         rc = -1;
         goto out;
@@ -1420,7 +1458,8 @@ int mcpclient_request(struct mcpclient *c, const char *method, cJSON *params, st
     p->next = c->pending;
     c->pending = p;
     pthread_mutex_unlock(&c->mu);
-    wake(c);
+    if (!sent)
+        wake(c);
     call_on_cancel(call, cancel_hook, p);
     rc = wait_for(c, p, method, timeout_ms, result, err);
     call_off_cancel(call); /* after this the hook cannot be running: p may go */

@@ -44,6 +44,12 @@ void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, s
 /* The next message to send (owned, *len bytes, no newline), or NULL when none waits. */
 char *mcpclient__next_out(struct mcpclient *c, size_t *len);
 
+/* The stdio child's stdin (non-blocking), while the connection serves it; -1 before the
+ * transport closes it. Requests from other threads are then written to it at once when
+ * nothing is queued and the transport is not writing a message it took (it asks
+ * mcpclient__next_out for the next one only once the last one is written). */
+void mcpclient__set_direct_fd(struct mcpclient *c, int fd);
+
 /* Puts a message taken with mcpclient__next_out back at the front (the transport could not
  * send it yet). Takes ownership. */
 void mcpclient__unsend(struct mcpclient *c, char *msg, size_t len);

@@ -450,6 +450,7 @@ static void describe_exit(const struct child *ch, struct errinfo *why)
 static void serve(struct mcpclient *c, struct child *ch, struct errinfo *why)
 {
     mcpclient__opened(c);
+    mcpclient__set_direct_fd(c, ch->in);
     for (;;) {
         struct pollfd p[4] = {{.fd = mcpclient__wake_fd(c), .events = POLLIN},
                               {.fd = ch->out, .events = POLLIN},
@@ -505,6 +506,7 @@ static void run(struct mcpclient *c, struct errinfo *why)
     ch.le.max = STDERR_LINE_MAX;
     if (spawn(c, &ch, why) == 0) {
         serve(c, &ch, why);
+        mcpclient__set_direct_fd(c, -1); /* before stop_child closes it */
         stop_child(&ch);
     }
     mcpclient__set_pid(c, 0);

@@ -56,28 +56,32 @@ static int ensure_std_fds(void)
 static int make_job(struct proc *p, const struct proc_request *r, bool background, struct job **out,
                     struct errinfo *err);
 
+static int run_fg(struct proc *p, const struct proc_request *r, struct proc_result *out,
+                  struct errinfo *err);
+
 /* Runs a first command in the sandbox: the cause of a failure becomes the sandbox's reason. It
  * reads the sandbox's kernel.shm_rmid_forced with shell builtins only (no binary it might lack):
- * "1" says the System V limits of proc_spawn.c took. */
+ * "1" says the System V limits of proc_spawn.c took. Publishes the verdict under the lock and
+ * sets p->checked. */
 static void probe_sandbox(struct proc *p)
 {
     struct proc_request r = {
         .command = "{ read x </proc/sys/kernel/shm_rmid_forced; } 2>/dev/null; echo \"shm=$x\"",
         .cwd = "/",
-        .timeout_ms = 20000};
+        .timeout_ms = 20000,
+        .no_registry_env = true};
     struct proc_result res = {0};
-    struct errinfo err = {0};
+    struct errinfo err = {0}, why = {0};
+    bool sysv = false;
 
-    if (proc_run(p, &r, &res, &err) < 0) {
-        p->available = false;
-        p->why = err;
+    if (run_fg(p, &r, &res, &err) < 0) {
+        why = err;
     } else if (res.o.exit_code != 0) {
         int n = (int)(res.o.err_len > 300 ? 300 : res.o.err_len);
 
         while (n > 0 && res.o.err[n - 1] == '\n')
             n--;
-        p->available = false;
-        errinfo_set(&p->why, ERR_UNAVAILABLE,
+        errinfo_set(&why, ERR_UNAVAILABLE,
                     "exec is unavailable: the sandbox check (a first command in bwrap) failed "
                     "with exit "
                     "code %d: %.*s%s",
@@ -88,12 +92,51 @@ static void probe_sandbox(struct proc *p)
                           "kernel.apparmor_restrict_unprivileged_userns=0)"
                         : "");
     } else {
-        p->sysv_bounded = res.o.out && strncmp(res.o.out, "shm=1", 5) == 0;
-        if (!p->sysv_bounded)
+        sysv = res.o.out && strncmp(res.o.out, "shm=1", 5) == 0;
+        if (!sysv)
             log_warn("exec: this kernel does not let runboxd bound System V shared memory in a "
                      "sandbox (kernel.shmall, shm_rmid_forced); it is bounded by cgroups only");
     }
     proc_result_cleanup(&res);
+    pthread_mutex_lock(&p->lock);
+    if (why.kind != ERR_NONE) {
+        p->available = false;
+        p->why = why;
+    }
+    p->sysv_bounded = sysv;
+    p->checked = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Says what the sandbox check found, once it is known (see proc_new). */
+static void report_check(struct proc *p)
+{
+    if (!p->available) {
+        log_warn("%s", p->why.msg);
+        if (p->console)
+            console_appendf(p->console, CONSOLE_WARN, CONSOLE_SRC_DAEMON, 0, "%s", p->why.msg);
+    } else {
+        log_info("exec: sandbox ready (bwrap %s at %s)", p->version, p->bwrap);
+    }
+}
+
+/* The sandbox check's thread: the HTTP listener starts while it runs. */
+static void *check_main(void *arg)
+{
+    struct proc *p = arg;
+
+    probe_sandbox(p);
+    report_check(p); /* available and why no longer change */
+    return NULL;
+}
+
+/* Returns once the sandbox check has decided (or the engine stops): available, why and
+ * sysv_bounded are final then. Lock held. */
+static void wait_checked(struct proc *p)
+{
+    while (!p->checked && !p->stopping)
+        pthread_cond_wait(&p->cond, &p->lock);
 }
 
 struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
@@ -141,14 +184,16 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
         goto fail;
     }
     p->watch_started = true;
-    if (p->available)
-        probe_sandbox(p);
+    /* The first run takes 10-20 ms: the daemon goes on starting meanwhile, and whatever needs
+     * the verdict waits for it (wait_checked). */
     if (!p->available) {
-        log_warn("%s", p->why.msg);
-        if (p->console)
-            console_appendf(p->console, CONSOLE_WARN, CONSOLE_SRC_DAEMON, 0, "%s", p->why.msg);
+        p->checked = true;
+        report_check(p);
+    } else if (pthread_create(&p->check_thread, NULL, check_main, p) == 0) {
+        p->check_started = true;
     } else {
-        log_info("exec: sandbox ready (bwrap %s at %s)", p->version, p->bwrap);
+        probe_sandbox(p);
+        report_check(p);
     }
     return p;
 fail:
@@ -176,6 +221,9 @@ void proc_shutdown(struct proc *p)
         }
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    if (p->check_started) /* its run has ended (killed or never started) */
+        pthread_join(p->check_thread, NULL);
+    p->check_started = false;
     pthread_join(p->thread, NULL);
     p->thread_started = false;
     if (p->watch_started)
@@ -223,9 +271,20 @@ const struct exec_limits *proc_limits(const struct proc *p)
 
 bool proc_sandbox_ok(struct proc *p, struct errinfo *why)
 {
-    if (!p->available && why)
+    bool ok;
+
+    pthread_mutex_lock(&p->lock);
+    wait_checked(p);
+    ok = p->available;
+    if (!ok && why)
         *why = p->why;
-    return p->available;
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+const char *proc_bwrap_path(const struct proc *p)
+{
+    return p->bwrap;
 }
 
 static bool add_nullable(cJSON *obj, const char *key, const char *s)
@@ -249,6 +308,7 @@ cJSON *proc_sandbox_json(struct proc *p)
 
     /* The supervisor may turn cgroups off (under the lock). */
     pthread_mutex_lock(&p->lock);
+    wait_checked(p);
     ok = ok && cJSON_AddBoolToObject(j, "available", p->available) &&
          (p->bwrap ? cJSON_AddStringToObject(j, "bwrap", p->bwrap) != NULL
                    : cJSON_AddNullToObject(j, "bwrap") != NULL) &&
@@ -351,8 +411,9 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
     size_t nroot = 0;
     char **root = root_entries(p->ws_fd, &nroot);
     struct exec_env net_env[4];
-    size_t nnet =
-        p->net.env && p->net.mode == NETPOLICY_PROXY ? p->net.env(p->net.ctx, net_env, 4) : 0;
+    size_t nnet = p->net.env && p->net.mode == NETPOLICY_PROXY && !r->no_registry_env
+                      ? p->net.env(p->net.ctx, net_env, 4)
+                      : 0;
     struct exec_spec spec = {
         .bwrap = p->bwrap,
         .ws_source = p->mnt,
@@ -547,14 +608,26 @@ static void collect(struct job *j, const struct quota *quota, struct proc_result
 int proc_run(struct proc *p, const struct proc_request *r, struct proc_result *out,
              struct errinfo *err)
 {
+    bool ok;
+
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&p->lock);
+    wait_checked(p);
+    ok = p->available || !p->thread_started || p->why.kind == ERR_NONE;
+    if (!ok)
+        *err = p->why;
+    pthread_mutex_unlock(&p->lock);
+    return ok ? run_fg(p, r, out, err) : -1;
+}
+
+/* proc_run without waiting for the sandbox check (which is such a run itself). */
+static int run_fg(struct proc *p, const struct proc_request *r, struct proc_result *out,
+                  struct errinfo *err)
+{
     struct job *j = NULL;
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
-    if (!p->available && p->thread_started && p->why.kind != ERR_NONE) {
-        *err = p->why;
-        return -1;
-    }
     if (make_job(p, r, false, &j, err) < 0)
         return -1;
     j->waiting++;
@@ -599,10 +672,8 @@ int proc_start(struct proc *p, const struct proc_request *r, uint64_t *pid, stru
 {
     struct job *j = NULL;
 
-    if (!p->available) {
-        *err = p->why;
+    if (!proc_sandbox_ok(p, err))
         return -1;
-    }
     if (make_job(p, r, true, &j, err) < 0)
         return -1;
     pthread_mutex_lock(&p->lock);

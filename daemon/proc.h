@@ -74,10 +74,12 @@ struct proc_options {
 
 struct proc; /* opaque */
 
-/* Starts the supervisor and checks the sandbox once (bwrap --version, then a real run of
- * `true`). An unusable sandbox does not fail here: runs then fail with ERR_UNAVAILABLE naming
- * the cause and the fix, and proc_sandbox_json says so. Returns an owned proc (proc_free) or
- * NULL with err set (no memory, no thread). */
+/* Starts the supervisor and checks the sandbox once: bwrap --version here, then a first real run
+ * on a thread of its own, so the caller goes on starting meanwhile; proc_run, proc_start,
+ * proc_sandbox_ok and proc_sandbox_json wait for that run's verdict (10-20 ms). An unusable
+ * sandbox does not fail here: runs then fail with ERR_UNAVAILABLE naming the cause and the fix,
+ * and proc_sandbox_json says so. Returns an owned proc (proc_free) or NULL with err set (no
+ * memory, no thread). */
 struct proc *proc_new(const struct proc_options *opt, struct errinfo *err);
 
 /* Kills every sandbox (SIGKILL), wakes every waiter and stops accepting runs; returns when no
@@ -87,15 +89,20 @@ void proc_shutdown(struct proc *p);
 /* proc_shutdown, then frees. NULL is a no-op. */
 void proc_free(struct proc *p);
 
-/* True when commands can run; otherwise fills why (may be NULL) with the cause and the fix. */
+/* True when commands can run; otherwise fills why (may be NULL) with the cause and the fix.
+ * Waits for the sandbox check. */
 bool proc_sandbox_ok(struct proc *p, struct errinfo *why);
+
+/* bwrap's path, or NULL when it is not installed. Does not wait; borrowed for the proc's
+ * lifetime. */
+const char *proc_bwrap_path(const struct proc *p);
 
 /* The limits in force (immutable; borrowed for the proc's lifetime). */
 const struct exec_limits *proc_limits(const struct proc *p);
 
 /* {"available","bwrap","version","reason","network","memory","procs","cgroup":{"path","reason"},
  * "tools":{...} (hosttools_json), "limits":{...}} for /health ("memory" and "procs": "cgroup" or
- * "rlimit"). Owned or NULL. */
+ * "rlimit"). Waits for the sandbox check. Owned or NULL. */
 cJSON *proc_sandbox_json(struct proc *p);
 
 /* A foreground run's handle, for cancelling it from another thread (proc_cancel). Storage is the
@@ -123,6 +130,9 @@ struct proc_request {
     struct proc_ticket *ticket;
     void (*progress)(void *ctx, int64_t elapsed_ms, const char *recent);
     void *progress_ctx;
+    /* The daemon's own sandbox check: no npm/pip registry variables, so the run does not wait
+     * until the egress proxy has asked npm and pip for them (a node start, ~300 ms). */
+    bool no_registry_env;
 };
 
 /* The end of a foreground run: o's strings point into the owned buffers. */

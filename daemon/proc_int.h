@@ -108,12 +108,17 @@ struct proc {
     uint64_t next_id;
     unsigned running_fg, running_bg, queued; /* running: STARTING and RUNNING jobs */
     bool stopping, stopped;
-    /* Immutable after proc_new: */
-    char *bwrap;
-    char version[64];
+    /* Written once by the sandbox check (check_main, under the lock) before it sets checked,
+     * never after; read after wait_checked (proc.c). bwrap and version are immutable. */
+    bool checked;
     bool available;
     bool sysv_bounded; /* the sandbox check saw the System V limits take */
     struct errinfo why;
+    pthread_t check_thread;
+    bool check_started;
+    /* Immutable after proc_new: */
+    char *bwrap;
+    char version[64];
     const char *mnt; /* where the child binds the workspace before bwrap starts */
     int ws_fd;
     bool allow_network;

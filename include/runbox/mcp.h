@@ -305,6 +305,12 @@ struct mcp_transport {
      * once per request, before the call's handler hears of the cancel; never for a request in a
      * batch. May be NULL. */
     void (*unanswered)(void *ctx, const struct mcp_route *route);
+    /* True when a handler may take its time answering a request of origin on the thread it was
+     * called on: that thread handed the message in and waits for the answer anyway (a
+     * Streamable HTTP POST's worker), and the transport looks after the client meanwhile (one
+     * that leaves cancels the request). Called by mcp_call_may_block on the handler's thread.
+     * May be NULL (never). */
+    bool (*may_block)(void *ctx, void *origin);
 };
 
 /* Options of a session. */
@@ -384,6 +390,14 @@ bool mcp_call_is_cancelled(const struct mcp_call *c);
 
 /* True when the request asked for progress (params._meta.progressToken). */
 bool mcp_call_wants_progress(const struct mcp_call *c);
+
+/* True when the handler, running now on the thread that handed the request in, may answer it
+ * there however long that takes instead of handing it to a thread of its own: the request is
+ * not part of a batch and its transport says that thread waits for the answer anyway
+ * (mcp_transport.may_block). Saves a thread and two hand-overs per call. Messages about the
+ * request that other threads send meanwhile (progress, logs) wait until the handler returns,
+ * so a handler whose work reports from other threads should not block. */
+bool mcp_call_may_block(const struct mcp_call *c);
 
 /* Sends notifications/progress for this request when it asked for progress. progress must grow
  * from one report to the next (a repeat is not sent); total <= 0 means unknown; message may be

@@ -6,7 +6,10 @@
 // addresses are refused unless a rule names the host exactly.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { runRunboxd, startDaemon } from '../lib/daemon.mjs';
@@ -128,6 +131,32 @@ describe('exec network: default policy (proxy, registries only)', () => {
     const again = await run(d, 'curl -sS -m 5 https://example.com/ 2>&1 || true');
     assert.match(again.text, /\[network: CONNECT example\.com:443 denied/);
     assert.equal((await d.get('/health')).body.ok, true);
+  });
+});
+
+// Learning the registries starts npm (a node start); the daemon must not wait for it to serve,
+// and no command may run before the list is known. npm is held up by a user config file that
+// is a FIFO nobody writes: npm blocks reading it until runboxd gives up on it
+// (REGISTRIES_TIMEOUT_MS).
+describe('exec network: the registries are learnt while the daemon serves', () => {
+  let d, dir;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'runboxd-npm-hang-'));
+    chmodSync(dir, 0o755);
+    const fifo = path.join(dir, 'npmrc');
+    execFileSync('mkfifo', ['-m', '0666', fifo]);
+    d = await startDaemon({ env: { npm_config_userconfig: fifo } });
+  });
+  after(async () => { await d.stop(); rmSync(dir, { recursive: true, force: true }); });
+
+  test('/health answers while npm is still being asked, and exec waits for the list', async () => {
+    const first = (await d.get('/health')).body.sandbox.egress;
+    assert.equal(first.defaults.state, 'resolving', JSON.stringify(first));
+    const r = await run(d, 'echo ran');
+    assert.equal(r.stdout, 'ran\n');
+    const e = (await d.get('/health')).body.sandbox.egress;
+    assert.equal(e.defaults.state, 'ready', JSON.stringify(e));
+    assert.match(e.defaults.npm, /npm config list --json failed/);
   });
 });
 

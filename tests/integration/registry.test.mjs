@@ -303,6 +303,84 @@ test('a client that drops its POST /tool cancels the upstream call', async () =>
   assert.equal(wsEvents.cancelled.at(-1), 'w');
 });
 
+// A Streamable HTTP POST's worker waits for the answer anyway, so a call of an external tool
+// that asks for no progress runs there (no thread of its own); these are the ways such a call
+// is cancelled.
+async function rawSession() {
+  const http = await import('node:http');
+  const post = (body, session) => new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: daemon.port, path: '/mcp', method: 'POST',
+                               headers: { 'Content-Type': 'application/json',
+                                          Accept: 'application/json, text/event-stream',
+                                          ...(session ? { 'Mcp-Session-Id': session,
+                                                          'MCP-Protocol-Version': '2025-11-25' } : {}) } },
+                             (res) => { let t = ''; res.on('data', (c) => { t += c; });
+                                        res.on('end', () => resolve({ res, text: t })); });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+  const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize',
+                            params: { protocolVersion: '2025-11-25', capabilities: {},
+                                      clientInfo: { name: 'raw', version: '1' } } });
+  const id = init.res.headers['mcp-session-id'];
+  await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, id);
+  return { id, post: (body) => post(body, id), http };
+}
+
+const threadsOf = async (pid) => (await import('node:fs')).readdirSync(`/proc/${pid}/task`);
+
+test('an /mcp call of an external tool runs on its POST\'s worker: no thread is started for it', async () => {
+  const s = await rawSession();
+  const before = new Set(await threadsOf(daemon.pid)), started = wsEvents.started;
+  const call = s.post({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+                        params: { name: 'w__slow', arguments: { ms: 600000 } } });
+  while (wsEvents.started === started) await new Promise((r) => setTimeout(r, 20));
+  const during = (await threadsOf(daemon.pid)).filter((t) => !before.has(t));
+  const cancelledBefore = wsEvents.cancelled.length;
+  await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2 } });
+  while (wsEvents.cancelled.length === cancelledBefore) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(wsEvents.cancelled.at(-1), 'w', 'notifications/cancelled reaches the upstream');
+  const answer = await call; // a cancelled request gets no answer: its POST ends
+  assert.equal(answer.res.statusCode, 200);
+  assert.doesNotMatch(answer.text, /"id":2/);
+  assert.deepEqual(during, [], 'threads started while the call ran');
+});
+
+test('a client that drops its /mcp POST of an external tool cancels the upstream call', async () => {
+  const s = await rawSession();
+  const before = wsEvents.cancelled.length, started = wsEvents.started;
+  const req = s.http.request({ host: '127.0.0.1', port: daemon.port, path: '/mcp', method: 'POST',
+                               headers: { 'Content-Type': 'application/json',
+                                          Accept: 'application/json, text/event-stream',
+                                          'Mcp-Session-Id': s.id, 'MCP-Protocol-Version': '2025-11-25' } });
+  req.on('error', () => {});
+  req.end(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call',
+                           params: { name: 'w__slow', arguments: { ms: 600000 } } }));
+  while (wsEvents.started === started) await new Promise((r) => setTimeout(r, 20));
+  req.destroy();
+  while (wsEvents.cancelled.length === before) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(wsEvents.cancelled.at(-1), 'w');
+  const r = await s.post({ jsonrpc: '2.0', id: 4, method: 'tools/call',
+                           params: { name: 'w__echo', arguments: { message: 'after' } } });
+  assert.match(r.text, /w: after/);
+});
+
+// Requests to a stdio server are written by the calling thread when nothing waits before them
+// (a line of at most PIPE_BUF bytes, which a pipe takes whole), else queued for the server's
+// thread: mixed small and large ones in flight together must reach it as whole lines.
+test('small and large requests in flight together to one stdio server all come back whole', async () => {
+  const sizes = [10, 5000, 20, 100000, 30, 4095, 4096, 40, 70000, 50];
+  const results = await Promise.all(sizes.map((n, i) => {
+    const message = `${i}:` + 'x'.repeat(n);
+    return daemon.call('ev__echo', { message }).then((r) => ({ r, message }));
+  }));
+  for (const { r, message } of results) {
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+    assert.equal(r.body.ok, true, r.text.slice(0, 300));
+    assert.equal(r.body.result, `Echo: ${message}`);
+  }
+});
+
 test('16 calls in flight to 4 upstreams at once', async () => {
   // Four WebSocket servers whose calls wait at one gate until all 16 have started: the gate
   // only opens if runboxd really has them all in flight together.

@@ -77,7 +77,7 @@ START_TEST(test_hosttools_probe_finds_and_asks)
     testutil_mkdtemp(dir, sizeof(dir), "hosttools-");
     fake_program(dir, "node", "echo v99.1.2");
     fake_program(dir, "git", "echo 'git version 9.8.7'");
-    hosttools_probe(&h, names, 3, dir);
+    hosttools_probe(&h, names, 3, dir, NULL);
     ck_assert_uint_eq(h.n, 3);
     ck_assert_str_eq(h.e[0].version, "v99.1.2");
     ck_assert_str_eq(h.e[1].path, "");
@@ -94,6 +94,93 @@ START_TEST(test_hosttools_probe_finds_and_asks)
 }
 END_TEST
 
+/* How many times the fake program at dir/name was run (each run appends a line to dir/runs-name).
+ */
+static int runs_of(const char *dir, const char *name)
+{
+    char path[512], line[64];
+    FILE *f;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/runs-%s", dir, name);
+    f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f))
+        n++;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+START_TEST(test_hosttools_probe_cache_skips_unchanged_programs)
+{
+    char dir[256], bin[300], cache[300], body[700];
+    static const char *const names[] = {"node", "git"};
+    struct hosttools h;
+
+    testutil_mkdtemp(dir, sizeof(dir), "hosttools-");
+    snprintf(bin, sizeof(bin), "%s/bin", dir);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    ck_assert_int_eq(mkdir(bin, 0755), 0);
+    ck_assert_int_eq(mkdir(cache, 0700), 0);
+    snprintf(body, sizeof(body), "echo x >> %s/runs-node; echo v1.0.0", dir);
+    fake_program(bin, "node", body);
+    snprintf(body, sizeof(body), "echo x >> %s/runs-git; echo 'git version 2.0.0'", dir);
+    fake_program(bin, "git", body);
+
+    hosttools_probe(&h, names, 2, bin, cache); /* the first start asks both */
+    ck_assert_str_eq(h.e[0].version, "v1.0.0");
+    ck_assert_str_eq(h.e[1].version, "2.0.0");
+    ck_assert_int_eq(runs_of(dir, "node"), 1);
+    ck_assert_int_eq(runs_of(dir, "git"), 1);
+
+    hosttools_probe(&h, names, 2, bin, cache); /* nothing changed: nothing runs */
+    ck_assert_str_eq(h.e[0].version, "v1.0.0");
+    ck_assert_str_eq(h.e[1].version, "2.0.0");
+    ck_assert_int_eq(runs_of(dir, "node"), 1);
+    ck_assert_int_eq(runs_of(dir, "git"), 1);
+
+    /* node is upgraded (a new file in its place): only node is asked, and says the new one. */
+    /* A different size too: a file made within the same clock tick may get the same times. */
+    snprintf(body, sizeof(body), "echo x >> %s/runs-node; echo v2.0.10", dir);
+    snprintf(cache, sizeof(cache), "%s/bin/node", dir);
+    ck_assert_int_eq(unlink(cache), 0);
+    fake_program(bin, "node", body);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    hosttools_probe(&h, names, 2, bin, cache);
+    ck_assert_str_eq(h.e[0].version, "v2.0.10");
+    ck_assert_str_eq(h.e[1].version, "2.0.0");
+    ck_assert_int_eq(runs_of(dir, "node"), 2);
+    ck_assert_int_eq(runs_of(dir, "git"), 1);
+    testutil_rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_hosttools_probe_ignores_a_damaged_cache)
+{
+    char dir[256], bin[300], cache[300], file[400];
+    static const char *const names[] = {"node"};
+    struct hosttools h;
+    FILE *f;
+
+    testutil_mkdtemp(dir, sizeof(dir), "hosttools-");
+    snprintf(bin, sizeof(bin), "%s/bin", dir);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    ck_assert_int_eq(mkdir(bin, 0755), 0);
+    ck_assert_int_eq(mkdir(cache, 0700), 0);
+    fake_program(bin, "node", "echo v3.1.4");
+    snprintf(file, sizeof(file), "%s/hosttools.json", cache);
+    f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"tools\": {\"node\": {\"path\": 7, \"version\": [", f);
+    fclose(f);
+    hosttools_probe(&h, names, 1, bin, cache);
+    ck_assert_str_eq(h.e[0].version, "v3.1.4");
+    hosttools_probe(&h, names, 1, bin, cache); /* from the rewritten cache */
+    ck_assert_str_eq(h.e[0].version, "v3.1.4");
+    testutil_rm_rf(dir);
+}
+END_TEST
+
 static Suite *hosttools_suite(void)
 {
     Suite *s = suite_create("hosttools");
@@ -105,6 +192,8 @@ static Suite *hosttools_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("probe");
     tcase_add_test(tc, test_hosttools_probe_finds_and_asks);
+    tcase_add_test(tc, test_hosttools_probe_cache_skips_unchanged_programs);
+    tcase_add_test(tc, test_hosttools_probe_ignores_a_damaged_cache);
     suite_add_tcase(s, tc);
     return s;
 }
