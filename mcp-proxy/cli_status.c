@@ -95,7 +95,7 @@ static void print_network(const cJSON *h)
     const cJSON *sb = cJSON_GetObjectItemCaseSensitive(h, "sandbox");
     const cJSON *eg = cJSON_GetObjectItemCaseSensitive(sb, "egress");
     const cJSON *allow = cJSON_GetObjectItemCaseSensitive(eg, "allow"), *r;
-    const char *mode = str_of(eg, "mode");
+    const char *mode = str_of(eg, "mode"), *state;
     int n = 0;
 
     if (!mode)
@@ -120,7 +120,13 @@ static void print_network(const cJSON *h)
             break;
         }
     }
-    printf("%s\n", n ? "" : " no host (the allow list is empty)");
+    /* Right after start the defaults (the registries npm and pip use) may still be being read. */
+    state = str_of(cJSON_GetObjectItemCaseSensitive(eg, "defaults"), "state");
+    if (state && strcmp(state, "resolving") == 0)
+        printf("%s\n", n ? ", and the registries npm and pip use (being read)"
+                         : " the registries npm and pip use (being read)");
+    else
+        printf("%s\n", n ? "" : " no host (the allow list is empty)");
 }
 
 static void print_processes(const cJSON *procs)

@@ -44,6 +44,10 @@ describe('against a running daemon', () => {
   after(async () => { await d?.stop(); });
 
   test('status: address, version, pid, uptime, workspace, sandbox, network, processes', async () => {
+    // The allow list's defaults (the registries npm and pip use) are read after the start:
+    // compare once they are in, so that /health and the CLI see the same list.
+    await until('the egress defaults are read', async () =>
+      (await d.get('/health')).body.sandbox.egress?.defaults?.state !== 'resolving');
     const h = (await d.get('/health')).body;
     const r = await cli(['status'], env);
     assert.equal(r.code, 0, r.stderr);
