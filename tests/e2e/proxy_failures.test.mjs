@@ -22,8 +22,10 @@ after(async () => {
 // aborted the ones whose connection closed before an answer was sent. Like runboxd it lists
 // no external tools on GET /tools and keeps GET /events open (runbox asks for both: the
 // external servers' tools and their changes); those two are not in seen, and connections
-// counts only the connections that carried other requests.
-async function fakeDaemon(handler, port = 0) {
+// counts only the connections that carried other requests. opts.ready: false leaves out the
+// stream's "ready" event, after which runbox fetches GET /tools again (beside whatever calls are
+// going on: a test that counts connections cannot have that).
+async function fakeDaemon(handler, port = 0, opts = {}) {
   const seen = [];
   const aborted = [];
   const waiters = [];
@@ -35,7 +37,7 @@ async function fakeDaemon(handler, port = 0) {
       if (req.method === 'GET' && req.url === '/tools') return answer(res, 200, { tools: [] });
       if (req.method === 'GET' && req.url.startsWith('/events')) {
         res.writeHead(200, { 'Content-Type': 'text/event-stream' });
-        res.write('event: ready\ndata: {"latest_id":0}\n\n');
+        if (opts.ready !== false) res.write('event: ready\ndata: {"latest_id":0}\n\n');
         return;
       }
       sockets.add(req.socket);
@@ -111,14 +113,17 @@ async function finish(p) {
 describe('requests to the daemon', () => {
   test('connections are kept alive and reused', async () => {
     // During a burst the fake answers nothing until all 16 of its calls have arrived, so 16 are
-    // in flight at once whatever the machine's load: the counts below are exact.
+    // in flight at once whatever the machine's load: the counts below are exact. The only GET
+    // /tools is runbox's first, which its calls wait for; the refetch after the event stream's
+    // "ready" would run beside them and take a connection of its own at a moment the load
+    // decides (seen: 2 connections for 20 sequential calls, 16 after the second burst).
     let gate = 0;
     let held = [];
     const fake = await fakeDaemon((req, res, entry) => {
       if (!gate) return okHandler(req, res, entry);
       held.push(() => okHandler(req, res, entry));
       if (held.length === gate) for (const answerIt of held.splice(0)) answerIt();
-    });
+    }, 0, { ready: false });
     const p = proxy({ daemonUrl: fake.url });
     await p.initialize();
     for (let i = 0; i < 20; i++) assert.equal((await p.callTool('list_dir', {})).isError, false);
