@@ -590,6 +590,10 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     console_appendf(console, CONSOLE_INFO, CONSOLE_SRC_DAEMON, 0,
                     "runboxd %s started: workspace %s, port %d", RUNBOX_VERSION, opt.workspace,
                     api_port(a));
+    /* The sandbox check (10-20 ms, on its own thread) is what a first GET /health waits for;
+     * ten Node servers starting beside it on two cores made it take ten times as long. The
+     * servers start once it is done (or after a second, should it hang). */
+    (void)proc_wait_checked(tools.proc, 1000);
     registry_start(tools.registry); /* in the background: nothing above waits for a server */
     while (sigwait(stop, &sig) != 0)
         ;

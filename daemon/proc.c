@@ -282,6 +282,27 @@ bool proc_sandbox_ok(struct proc *p, struct errinfo *why)
     return ok;
 }
 
+bool proc_wait_checked(struct proc *p, int timeout_ms)
+{
+    struct timespec until;
+    bool done;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->lock);
+    while (!p->checked && !p->stopping)
+        if (pthread_cond_timedwait(&p->cond, &p->lock, &until) == ETIMEDOUT)
+            break;
+    done = p->checked;
+    pthread_mutex_unlock(&p->lock);
+    return done;
+}
+
 const char *proc_bwrap_path(const struct proc *p)
 {
     return p->bwrap;

@@ -93,6 +93,9 @@ void proc_free(struct proc *p);
  * Waits for the sandbox check. */
 bool proc_sandbox_ok(struct proc *p, struct errinfo *why);
 
+/* Waits at most timeout_ms for the sandbox check's verdict; true when it is in. */
+bool proc_wait_checked(struct proc *p, int timeout_ms);
+
 /* bwrap's path, or NULL when it is not installed. Does not wait; borrowed for the proc's
  * lifetime. */
 const char *proc_bwrap_path(const struct proc *p);
