@@ -30,6 +30,7 @@ async function fakeDaemon(handler, port = 0, opts = {}) {
   const aborted = [];
   const waiters = [];
   const sockets = new Set();
+  let streams = 0;
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -38,6 +39,7 @@ async function fakeDaemon(handler, port = 0, opts = {}) {
       if (req.method === 'GET' && req.url.startsWith('/events')) {
         res.writeHead(200, { 'Content-Type': 'text/event-stream' });
         if (opts.ready !== false) res.write('event: ready\ndata: {"latest_id":0}\n\n');
+        streams++;
         return;
       }
       sockets.add(req.socket);
@@ -61,6 +63,8 @@ async function fakeDaemon(handler, port = 0, opts = {}) {
     url: `http://127.0.0.1:${server.address().port}`,
     seen, aborted, handler,
     connections: () => sockets.size,
+    forgetConnections: () => sockets.clear(),
+    streams: () => streams, // GET /events streams opened
     // Resolves when pred() becomes true (checked after every request event), however long
     // that takes.
     until(pred) {
@@ -113,10 +117,12 @@ async function finish(p) {
 describe('requests to the daemon', () => {
   test('connections are kept alive and reused', async () => {
     // During a burst the fake answers nothing until all 16 of its calls have arrived, so 16 are
-    // in flight at once whatever the machine's load: the counts below are exact. The only GET
-    // /tools is runbox's first, which its calls wait for; the refetch after the event stream's
-    // "ready" would run beside them and take a connection of its own at a moment the load
-    // decides (seen: 2 connections for 20 sequential calls, 16 after the second burst).
+    // in flight at once whatever the machine's load: the counts below are exact. Two requests
+    // of runbox's own would take connections at moments the load decides (seen: 2 connections
+    // for 20 sequential calls, 16 after the second burst): GET /events, opened once the first
+    // GET /tools has answered, takes whichever connection is idle then, maybe the one the first
+    // call used; and the GET /tools refetch after the stream's "ready" runs beside the calls.
+    // So the fake sends no "ready", and the counting starts once the stream is open.
     let gate = 0;
     let held = [];
     const fake = await fakeDaemon((req, res, entry) => {
@@ -126,8 +132,12 @@ describe('requests to the daemon', () => {
     }, 0, { ready: false });
     const p = proxy({ daemonUrl: fake.url });
     await p.initialize();
+    assert.equal((await p.callTool('list_dir', {})).isError, false);
+    await until('runbox opened its event stream', () => fake.streams() === 1);
+    fake.forgetConnections();
     for (let i = 0; i < 20; i++) assert.equal((await p.callTool('list_dir', {})).isError, false);
     assert.equal(fake.connections(), 1, 'sequential calls share one connection');
+    assert.equal(fake.streams(), 1, 'one event stream all along');
     gate = 16;
     const burst = [];
     for (let i = 0; i < 16; i++) burst.push(p.callTool('list_dir', { path: `/${i}` }));
