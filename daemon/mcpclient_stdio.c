@@ -26,6 +26,7 @@
 
 #include "log.h"
 #include "registry.h"
+#include "threadstack.h"
 
 extern char **environ;
 
@@ -177,7 +178,7 @@ child_exec(const char *file, char **argv, char **envp, const char *cwd, int in, 
 
     setpgid(0, 0);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-        _exit(127);
+        threadstack_child_exit(127);
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
     signal(SIGPIPE, SIG_DFL);
@@ -189,8 +190,8 @@ child_exec(const char *file, char **argv, char **envp, const char *cwd, int in, 
 fail:
     e = errno;
     if (write(report, &e, sizeof(e)) < 0)
-        _exit(127);
-    _exit(127);
+        threadstack_child_exit(127);
+    threadstack_child_exit(127);
 }
 
 static void close_fd(int *fd)
@@ -228,7 +229,7 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
         errinfo_sys(why, "cannot start %s", s->command);
         goto out;
     }
-    ch->pid = _Fork(); /* not fork(): child_exec is async-signal-safe, and see threadstack.h */
+    ch->pid = threadstack_fork(); /* child_exec is async-signal-safe */
     if (ch->pid < 0) {
         errinfo_sys(why, "cannot fork for %s", s->command);
         goto out;

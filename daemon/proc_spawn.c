@@ -41,6 +41,7 @@
 #include "chroot.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "threadstack.h"
 
 enum step {
     STEP_PDEATHSIG = 1,
@@ -103,7 +104,7 @@ static _Noreturn void child_fail(int step)
     int e[2] = {step, errno};
 
     (void)!write(3, e, sizeof(e));
-    _exit(127);
+    threadstack_child_exit(127);
 }
 
 static int write_str(const char *path, const char *s)
@@ -133,12 +134,12 @@ static void child_stdio(const struct child_fds *f)
     if (in < 0 || dup2(in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
         child_fail(STEP_STDIO);
     if (f->status != 3 && dup2(f->status, 3) < 0)
-        _exit(127);
+        threadstack_child_exit(127);
     if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
-        _exit(127);
+        threadstack_child_exit(127);
     if (f->ctl >= 0 && ((f->ctl != CHILD_CTL_FD && dup2(f->ctl, CHILD_CTL_FD) < 0) ||
                         fcntl(CHILD_CTL_FD, F_SETFD, FD_CLOEXEC) < 0))
-        _exit(127);
+        threadstack_child_exit(127);
     /* Nothing else of the daemon's may reach the sandbox. */
     unsigned first = f->ctl >= 0 ? CHILD_CTL_FD + 1 : CHILD_CTL_FD;
     if (syscall(SYS_close_range, first, ~0u, 0u) < 0)
@@ -179,13 +180,9 @@ static int send_fd(int sock, int fd, int32_t word)
  * agent's own failing calls, after bwrap started, write. */
 /* ThreadSanitizer's runtime does not survive a CLONE_VM child that is not a thread (the agent
  * died at its first instruction, SEGV at pc 0, and port forwards found no one to make their
- * sockets): a TSan build forks the agent instead, as before. */
-#if defined(__SANITIZE_THREAD__)
+ * sockets): a TSan build forks the agent instead (threadstack.h). */
+#ifdef THREADSTACK_TSAN
 #define AGENT_FORKED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AGENT_FORKED 1
-#endif
 #endif
 
 #ifndef AGENT_FORKED
@@ -200,7 +197,7 @@ static _Noreturn void agent_main(pid_t parent)
     for (int fd = 0; fd < CHILD_CTL_FD; fd++)
         close(fd); /* above all the status pipe: its EOF tells the daemon bwrap started */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-        _exit(0);
+        threadstack_child_exit(0);
     for (;;) {
         unsigned char req;
         ssize_t n = recv(CHILD_CTL_FD, &req, 1, 0);
@@ -209,10 +206,10 @@ static _Noreturn void agent_main(pid_t parent)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            _exit(0);
+            threadstack_child_exit(0);
         sock = socket(req == '6' ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (send_fd(CHILD_CTL_FD, sock, sock < 0 ? errno : 0) < 0)
-            _exit(0);
+            threadstack_child_exit(0);
         if (sock >= 0)
             close(sock);
     }
@@ -253,6 +250,9 @@ static void child_net(const struct proc *p)
             child_fail(STEP_NET);
     }
 #ifdef AGENT_FORKED
+    /* _Fork, not threadstack_fork: this process is a clone3 copy of a threaded daemon, in which
+     * TSan's own locks may be held by threads that do not exist here; fork()'s interceptor
+     * would wait for them for good. */
     agent = _Fork();
     if (agent == 0)
         agent_main(self);
@@ -339,7 +339,7 @@ static _Noreturn void child_main(const struct proc *p, char **argv, const struct
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         child_fail(STEP_PDEATHSIG);
     if (getppid() != p->self)
-        _exit(127); /* the daemon is already gone */
+        threadstack_child_exit(127); /* the daemon is already gone */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
         mount(".", p->mnt, NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/") < 0)
         child_fail(STEP_MOUNT);
@@ -457,7 +457,7 @@ static pid_t start_child(struct proc *p, struct job *j, const struct child_fds *
         cgroup_disable(p->cg, why);
         pthread_mutex_unlock(&p->lock);
     }
-    pid = _Fork(); /* not fork(): see threadstack.h */
+    pid = threadstack_fork();
     if (pid == 0)
         child_main(p, j->argv, f, true);
     if (pid < 0) {

@@ -16,9 +16,29 @@
 #define RUNBOX_THREADSTACK_H
 
 #include <stdbool.h>
+#include <sys/types.h>
+
+/* ThreadSanitizer keeps locks of its own, which its fork() interceptor makes usable in the child
+ * and which its _exit() takes (a _Fork child whose fork caught one held hung in _exit). So in a
+ * TSan build no stack is marked, children come from fork(), and the rest of this is moot. */
+#if defined(__SANITIZE_THREAD__)
+#define THREADSTACK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define THREADSTACK_TSAN 1
+#endif
+#endif
 
 /* Marks (skip = true) or unmarks the calling thread's stack; a failure leaves it as it was
  * (forks then copy it, which costs time only). */
 void threadstack_skip_forks(bool skip);
+
+/* Forks the calling thread for a child that runs only async-signal-safe code until it execs or
+ * ends with threadstack_child_exit(): _Fork(), or fork() in a TSan build. */
+pid_t threadstack_fork(void);
+
+/* Ends such a child (or one made by clone3) at once: the exit_group system call, past every
+ * interposed _exit. */
+_Noreturn void threadstack_child_exit(int status);
 
 #endif
