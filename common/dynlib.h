@@ -9,7 +9,13 @@
  * Thread-safety: any thread. The first dynlib_load_*() call opens the library and fills its
  * table (pthread_once); the others wait for it and return its result. A thread may call through
  * a table only after dynlib_load_*() returned 0 in that thread (which orders the filling before
- * the use). The libraries stay loaded until the process exits. */
+ * the use). The libraries stay loaded until the process exits.
+ *
+ * STYLE.md asks for curl_global_init in main before any thread starts; runboxd's first HTTP
+ * server connects after its workers are up, so here the init runs once, under pthread_once,
+ * before any other libcurl call of the process (they all go through this table), and libcurl
+ * 7.84 and later make curl_global_init itself thread-safe (Debian 12's 7.88 lists
+ * "threadsafe" among its features). */
 #ifndef COMMON_DYNLIB_H
 #define COMMON_DYNLIB_H
 
