@@ -59,8 +59,9 @@ struct job {
     uint64_t memory_seen; /* bytes the watchdog saw it hold then */
     bool kill_quota;      /* the watchdog's request: the workspace passed its quota */
     uint64_t quota_seen;  /* the workspace's usage in bytes then */
-    bool ws_seen;         /* the watchdog has seen the run: ws_start is set */
-    uint64_t ws_start;    /* the workspace's usage when the watchdog first saw the run */
+    bool ws_seen;         /* ws_start is set */
+    uint64_t ws_start;    /* the workspace's usage as the run started (else at the watchdog's
+                             first look, when there was no estimate yet) */
     bool cancelled;       /* its caller cancelled the call (proc_cancel) */
     unsigned waiting;     /* callers still reading this job (it is not freed meanwhile) */
     bool done;

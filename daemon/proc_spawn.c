@@ -283,13 +283,9 @@ static int lower_limit(int resource, rlim_t soft, rlim_t hard)
     return setrlimit(resource, &want);
 }
 
-/* memory_rlimit: the cgroup does not limit memory, so RLIMIT_DATA does (per process). */
-static void child_limits(const struct exec_limits *l, bool memory_rlimit)
+static void child_limits(const struct exec_limits *l)
 {
-    rlim_t data = memory_rlimit ? (rlim_t)l->memory_mb << 20 : RLIM_INFINITY;
-
     if (lower_limit(RLIMIT_CPU, l->cpu_s, (rlim_t)l->cpu_s + 5) < 0 ||
-        lower_limit(RLIMIT_DATA, data, data) < 0 ||
         lower_limit(RLIMIT_FSIZE, (rlim_t)l->file_size_mb << 20, (rlim_t)l->file_size_mb << 20) <
             0 ||
         lower_limit(RLIMIT_CORE, 0, 0) < 0 || lower_limit(RLIMIT_NOFILE, 1024, 1024) < 0)
@@ -323,7 +319,7 @@ static _Noreturn void child_main(const struct proc *p, char **argv, const struct
     if (fchdir(p->ws_fd) < 0)
         child_fail(STEP_CHDIR);
     child_stdio(f);
-    child_limits(&p->lim, memory_rlimit);
+    child_limits(&p->lim);
     /* After dropping root the process is not dumpable, which makes /proc/self/uid_map root's. */
     prctl(PR_SET_DUMPABLE, 1);
     /* The user namespace is made first, so it owns the mount, IPC and network namespaces. */
@@ -348,6 +344,13 @@ static _Noreturn void child_main(const struct proc *p, char **argv, const struct
     /* Set only now: the user namespace above records the limit in force when it was made, and
      * counting from here on covers this sandbox's processes alone. */
     if (lower_limit(RLIMIT_NPROC, p->lim.procs, p->lim.procs) < 0)
+        child_fail(STEP_RLIMIT);
+    /* Where the cgroup does not limit memory, RLIMIT_DATA does (per process), also set only
+     * now: the network agent above is runboxd's, not the command's, and under ThreadSanitizer
+     * this copy of runboxd still maps memory of its own until the exec (with the limit set
+     * before, a TSan build's child died "failed to allocate ... of clock allocator"). */
+    if (memory_rlimit && lower_limit(RLIMIT_DATA, (rlim_t)p->lim.memory_mb << 20,
+                                     (rlim_t)p->lim.memory_mb << 20) < 0)
         child_fail(STEP_RLIMIT);
     execve(argv[0], argv, no_env);
     child_fail(STEP_EXEC);

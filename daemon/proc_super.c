@@ -247,6 +247,11 @@ static void start_job(struct proc *p, struct job *j)
     if (p->console)
         console_appendf(p->console, CONSOLE_INFO, CONSOLE_SRC_EXEC, j->id, "$ %s%s", j->command,
                         j->background ? "   (background)" : "");
+    /* The workspace's usage as the run starts, for the quota's rule (proc_watch.c: a run is
+     * stopped when it made the workspace pass the quota): taken here, not at the watchdog's
+     * first look, which may come after the run has already written past it. */
+    if (quota_limit_mb(p->quota) && quota_peek(p->quota, &j->ws_start) == 0)
+        j->ws_seen = true;
     if (proc_spawn(p, j, &j->spawn_err) < 0) {
         log_warn("exec: process %" PRIu64 " could not start: %s", j->id, j->spawn_err.msg);
         if (p->console)
