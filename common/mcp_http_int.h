@@ -38,9 +38,12 @@ struct hstream {
     struct mg_connection *conn;
     pthread_t owner;
     enum st_mode mode;
-    bool modern;         /* answers map JSON-RPC errors to HTTP statuses */
-    bool done;           /* the final message was written (the request's answer) */
-    bool dead;           /* the client went away or a write failed */
+    bool modern; /* answers map JSON-RPC errors to HTTP statuses */
+    /* Written by the owner, the connection's watcher (on_client_gone) and deliverers on other
+     * threads, read by all of them, some without st->mu (the owner's writes): atomic. Waiters
+     * still test them under mu, where every writer that wakes a waiter sets them. */
+    atomic_bool done;    /* the final message was written (the request's answer) */
+    atomic_bool dead;    /* the client went away or a write failed */
     bool ends_at_answer; /* a POST stream: it ends with its request's answer */
     bool session_ended;  /* its session ended (DELETE, the /sse stream closed) while it ran */
     struct hsess *sess;  /* the session it serves, or NULL (h->mu, while in h->open) */

@@ -126,10 +126,15 @@ function showNetwork(h) {
     return;
   }
   const rules = (eg.allow || []).map((r) => (typeof r === 'string' ? r : r.rule));
+  // Right after runboxd starts, the registries npm and pip use may still be being read: they
+  // join the list at a later refresh.
+  const reading = (eg.defaults || {}).state === 'resolving';
+  box.dataset.defaults = (eg.defaults || {}).state || '';
   box.replaceChildren(
     el('p', {}, "Only through runboxd's egress proxy, to:"),
-    rules.length ? el('ul', {}, ...rules.map((r) => el('li', { class: 'mono' }, r)))
-                 : el('p', { class: 'muted' }, 'no host (the allow list is empty)'));
+    ...(rules.length ? [el('ul', {}, ...rules.map((r) => el('li', { class: 'mono' }, r)))] : []),
+    ...(reading ? [el('p', { class: 'muted' }, 'the registries npm and pip use (being read)')]
+      : rules.length ? [] : [el('p', { class: 'muted' }, 'no host (the allow list is empty)')]));
 }
 
 // The external MCP servers: /health's summary ({"configured","ready","servers":{name: state}}),

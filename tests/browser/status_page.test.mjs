@@ -55,12 +55,21 @@ describe('the status page', () => {
     assert.match(line, new RegExp(`pid ${h.pid}`));
     assert.match(await page.textContent('#sandbox-facts'), /ready/);
     assert.match(await page.textContent('#daemon-facts'), /:memory:/);
-    // The network card says what /health says.
-    const eg = h.sandbox.egress;
+    // The network card says what /health says, once the default allow list (the registries
+    // npm and pip use, read in the background after start) is known; until then it says so.
+    const settled = await until('the default allow list is read', async () => {
+      const eg = (await d.get('/health')).body.sandbox.egress;
+      return (!eg || eg.defaults.state !== 'resolving') && { eg };
+    });
+    const eg = settled.eg;
     const mode = eg ? eg.mode : (h.allow_network ? 'full' : 'none');
     assert.equal(await page.getAttribute('#network', 'data-mode'), mode);
-    for (const r of (eg && eg.mode === 'proxy' ? eg.allow : []))
-      assert.match(await page.textContent('#network'), new RegExp(r.rule.replace(/\./g, '\\.')));
+    if (eg && eg.mode === 'proxy') {
+      await page.waitForSelector(`#network[data-defaults="${eg.defaults.state}"]`);
+      const text = await page.textContent('#network');
+      assert.doesNotMatch(text, /being read/);
+      for (const r of eg.allow) assert.match(text, new RegExp(r.rule.replace(/\./g, '\\.')));
+    }
   });
 
   test('a console entry appears as exec prints it, over the event stream', async () => {
