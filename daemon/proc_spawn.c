@@ -180,12 +180,8 @@ static int send_fd(int sock, int fd, int32_t word)
  * agent's own failing calls, after bwrap started, write. */
 /* ThreadSanitizer's runtime does not survive a CLONE_VM child that is not a thread (the agent
  * died at its first instruction, SEGV at pc 0, and port forwards found no one to make their
- * sockets): a TSan build forks the agent instead (threadstack.h). */
-#ifdef THREADSTACK_TSAN
-#define AGENT_FORKED 1
-#endif
-
-#ifndef AGENT_FORKED
+ * sockets): a TSan build forks the agent instead (THREADSTACK_TSAN, threadstack.h). */
+#ifndef THREADSTACK_TSAN
 #define AGENT_STACK_SIZE (32u << 10)
 
 static _Alignas(64) char agent_stack[AGENT_STACK_SIZE];
@@ -215,7 +211,7 @@ static _Noreturn void agent_main(pid_t parent)
     }
 }
 
-#ifndef AGENT_FORKED
+#ifndef THREADSTACK_TSAN
 static int agent_entry(void *unused)
 {
     (void)unused;
@@ -249,7 +245,7 @@ static void child_net(const struct proc *p)
             bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0)
             child_fail(STEP_NET);
     }
-#ifdef AGENT_FORKED
+#ifdef THREADSTACK_TSAN
     /* _Fork, not threadstack_fork: this process is a clone3 copy of a threaded daemon, in which
      * TSan's own locks may be held by threads that do not exist here; fork()'s interceptor
      * would wait for them for good. */

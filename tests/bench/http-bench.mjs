@@ -19,6 +19,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
+import { CLK_TCK, procStat } from '../lib/procstat.mjs';
 
 function parseArgs(argv) {
   const o = { calls: 2000, warmup: 100, inflight: [1, 16], args: '{}', expect: '', label: '',
@@ -40,11 +41,9 @@ const url = new URL(opt.url);
 // The CPU time (user + system) the server process used so far, in µs.
 function cpuUs(pid) {
   if (!pid) return null;
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return ((Number(rest[11]) + Number(rest[12])) * 1e6) / CLK_TCK;
+  const s = procStat(pid);
+  return s ? ((s.utime + s.stime) * 1e6) / CLK_TCK : null;
 }
-const CLK_TCK = 100;
 
 function rssKiB(pid) {
   if (!pid) return null;

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { request, runboxdPath, startDaemon } from '../lib/daemon.mjs';
+import { procStat } from '../lib/procstat.mjs';
 import { serverPaths } from '../lib/readable.mjs';
 import { resultText, runboxPath, runRunbox, startProxy } from '../lib/proxy.mjs';
 import { until } from '../lib/wait.mjs';
@@ -349,12 +350,8 @@ describe('start, stop, restart', () => {
 
 // True while pid runs (a zombie, exited but not yet reaped by its new parent, does not).
 function alive(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
+  const s = procStat(pid);
+  return s !== null && s.state !== 'Z';
 }
 
 function runBin(env, args) {

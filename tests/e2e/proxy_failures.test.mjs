@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
 import { startDaemon } from '../lib/daemon.mjs';
+import { procStat } from '../lib/procstat.mjs';
 import { resultError, resultText, startProxy } from '../lib/proxy.mjs';
 import { sleep, until } from '../lib/wait.mjs';
 const cleanups = [];
@@ -340,10 +341,7 @@ describe('daemon down, dying and back', () => {
 
   // Resolves once every thread of pid is stopped (state T in /proc/PID/task/TID/stat).
   async function waitStopped(pid) {
-    const state = (tid) => {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    };
+    const state = (tid) => procStat(pid, tid)?.state;
     await until(`every thread of runboxd ${pid} stopped`,
                 () => readdirSync(`/proc/${pid}/task`).every((tid) => state(tid) === 'T'),
                 { every: 2 });

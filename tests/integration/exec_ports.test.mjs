@@ -4,12 +4,13 @@
 // with the process, nothing listening yet is a 502 page, and the Host check of the daemon's own
 // port applies.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import { request, startDaemon } from '../lib/daemon.mjs';
+import { procStat } from '../lib/procstat.mjs';
 import { until } from '../lib/wait.mjs';
 
 function ok(r) {
@@ -44,11 +45,8 @@ async function untilServed(url) {
 function children(pid) {
   const out = [];
   for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    let stat;
-    try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
-    const close = stat.lastIndexOf(')');
-    const ppid = Number(stat.slice(close + 2).split(' ')[1]);
-    if (ppid === pid) out.push({ pid: Number(name), comm: stat.slice(stat.indexOf('(') + 1, close) });
+    const s = procStat(name);
+    if (s && s.ppid === pid) out.push({ pid: s.pid, comm: s.comm });
   }
   return out;
 }

@@ -15,10 +15,11 @@
 // XDG_CONFIG_HOME points at an empty temporary directory unless env sets it, so a config file
 // of the user running the tests never leaks in.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { procStat } from './procstat.mjs';
 
 const READY = /^runboxd: listening on (http:\/\/(.+):(\d+))$/;
 
@@ -167,10 +168,9 @@ export async function startDaemon({ workspace, args = [], env = {}, token } = {}
     if (child.exitCode !== null || child.signalCode !== null) {
       state = `exited (code ${child.exitCode}, signal ${child.signalCode})`;
     } else {
-      try {
-        const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
-        if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) state = 'dead (not yet reaped)';
-      } catch { state = 'gone'; }
+      const s = procStat(child.pid);
+      if (!s) state = 'gone';
+      else if (s.state === 'Z') state = 'dead (not yet reaped)';
     }
     e.message += ` [runboxd pid ${child.pid} ${state}; the end of its stderr:\n` +
                  `${stderr.slice(-2000)}]`;
