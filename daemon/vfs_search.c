@@ -281,14 +281,41 @@ static int regex_at(struct search *s, const char *b, size_t subj, size_t from, s
     return vfs_rx_match(s->rx, b, subj, from, to, so, eo);
 }
 
+/* The bounds [*ls, *le) of the line of [pos, end) that holds at (pos is a line start). */
+static void line_around(const char *pos, const char *end, const char *at, const char **ls,
+                        const char **le)
+{
+    const char *nl = at > pos ? memrchr(pos, '\n', (size_t)(at - pos)) : NULL;
+
+    *ls = nl ? nl + 1 : pos;
+    nl = memchr(at, '\n', (size_t)(end - at));
+    *le = nl ? nl : end;
+}
+
+/* The regex within the one line [ls, le) of b: 1 with the match at *at (*mlen bytes), 0 when
+ * the line does not match, -1 when the line used up the budget (the search has then failed). */
+static int match_line(struct search *s, const char *b, const char *ls, const char *le,
+                      const char **at, size_t *mlen)
+{
+    size_t so, eo;
+    int rc = regex_at(s, b, (size_t)(ls - b), (size_t)(ls - b), (size_t)(le - b), &so, &eo);
+
+    if (rc < 0)
+        too_complex(s, b, ls);
+    if (rc > 0) {
+        *at = b + so;
+        *mlen = eo - so;
+    }
+    return rc < 0 ? -1 : rc > 0;
+}
+
 /* The first line in [pos, end) that the regex matches within, line by line; NULL when none, or
  * when a line uses up the budget (the search then fails). */
 static const char *find_by_lines(struct search *s, const char *b, const char *pos, const char *end,
                                  size_t *mlen)
 {
     while (pos < end && !s->stop) {
-        const char *le = memchr(pos, '\n', (size_t)(end - pos));
-        size_t so, eo;
+        const char *le = memchr(pos, '\n', (size_t)(end - pos)), *at;
         int rc;
 
         if (++s->lines_since_poll >= CANCEL_LINES) {
@@ -297,15 +324,9 @@ static const char *find_by_lines(struct search *s, const char *b, const char *po
                 return NULL;
         }
         le = le ? le : end;
-        rc = regex_at(s, b, (size_t)(pos - b), (size_t)(pos - b), (size_t)(le - b), &so, &eo);
-        if (rc < 0) {
-            too_complex(s, b, pos);
-            return NULL;
-        }
-        if (rc > 0) {
-            *mlen = eo - so;
-            return b + so;
-        }
+        rc = match_line(s, b, pos, le, &at, mlen);
+        if (rc != 0)
+            return rc > 0 ? at : NULL;
         pos = le + 1;
     }
     return NULL;
@@ -319,31 +340,22 @@ static const char *find_in_region(struct search *s, const char *b, const char *p
 {
     while (pos < end) {
         size_t so, eo;
-        const char *ls, *le;
+        const char *ls, *le, *at;
         int rc = regex_at(s, b, 0, (size_t)(pos - b), (size_t)(end - b), &so, &eo);
 
         if (rc < 0)
             return find_by_lines(s, b, pos, end, mlen);
         if (rc == 0)
             return NULL;
-        ls = b + so > pos ? memrchr(pos, '\n', (size_t)(b + so - pos)) : NULL;
-        ls = ls ? ls + 1 : pos;
-        le = memchr(b + so, '\n', (size_t)(end - (b + so)));
-        le = le ? le : end;
+        line_around(pos, end, b + so, &ls, &le);
         if (b + eo <= le) {
             *mlen = eo - so;
             return b + so;
         }
         /* It spans lines: the line matches only if the regex matches within it. */
-        rc = regex_at(s, b, (size_t)(ls - b), (size_t)(ls - b), (size_t)(le - b), &so, &eo);
-        if (rc < 0) {
-            too_complex(s, b, ls);
-            return NULL;
-        }
-        if (rc > 0) {
-            *mlen = eo - so;
-            return b + so;
-        }
+        rc = match_line(s, b, ls, le, &at, mlen);
+        if (rc != 0)
+            return rc > 0 ? at : NULL;
         pos = le + 1;
     }
     return NULL;
@@ -361,26 +373,15 @@ static const char *find(struct search *s, const char *b, const char *pos, const 
         return find_in_region(s, b, pos, end, mlen);
     /* Prefiltered: run the regex only on lines that hold one of its required literals. */
     while (pos < end && !s->stop) {
-        const char *c = find_any(s, b, pos, end);
-        const char *ls, *le;
-        size_t so, eo;
+        const char *c = find_any(s, b, pos, end), *ls, *le, *at;
         int rc;
 
         if (!c)
             return NULL;
-        ls = c > pos ? memrchr(pos, '\n', (size_t)(c - pos)) : NULL;
-        ls = ls ? ls + 1 : pos;
-        le = memchr(c, '\n', (size_t)(end - c));
-        le = le ? le : end;
-        rc = regex_at(s, b, (size_t)(ls - b), (size_t)(ls - b), (size_t)(le - b), &so, &eo);
-        if (rc < 0) {
-            too_complex(s, b, ls);
-            return NULL;
-        }
-        if (rc > 0) {
-            *mlen = eo - so;
-            return b + so;
-        }
+        line_around(pos, end, c, &ls, &le);
+        rc = match_line(s, b, ls, le, &at, mlen);
+        if (rc != 0)
+            return rc > 0 ? at : NULL;
         pos = le + 1;
     }
     return NULL;
