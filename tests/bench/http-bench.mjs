@@ -5,14 +5,17 @@
 // with kept-alive connections (one per call in flight) and Node's built-in WebSocket.
 //
 //   node http-bench.mjs --url http://127.0.0.1:PORT/mcp --tool read_file --args '{"path":"/a.txt"}'
-//        --expect abcdef --calls 2000 --warmup 100 --inflight 1,16 --pid PID --label NAME
+//        --expect abcdef --calls 2000 [--min-ms 1000] --warmup 100 --inflight 1,16 --pid PID --label NAME
 //   node http-bench.mjs --url ws://127.0.0.1:PORT/ws ...            # the same over WebSocket
 //   node http-bench.mjs --url http://127.0.0.1:PORT/mcp --sessions 256 --pid PID  # memory
 //
-// Calls: one session (initialize, notifications/initialized), then --warmup calls, then for each
-// --inflight K: --calls calls with K in flight. An answer may be application/json or a
-// text/event-stream (the SDK's servers answer with a stream unless told otherwise): both are read
-// to the message with the call's id, and its text must contain --expect. Prints one JSON line:
+// Calls: one session (initialize, notifications/initialized), then for each --inflight K:
+// --warmup calls (at least 10 K) with K in flight, untimed, then --calls calls with K in flight,
+// and more until the phase has lasted --min-ms (default 1000): a fast server's 2000 calls take
+// under 0.1 s, too short a time to measure a rate (it read a third low).
+// An answer may be application/json or a text/event-stream (the SDK's servers answer with a
+// stream unless told otherwise): both are read to the message with the call's id, and its text
+// must contain --expect. Prints one JSON line:
 // {label, url, phases: [{inflight, calls, p50_ms, p90_ms, p99_ms, max_ms, calls_per_s}], rss_kib}.
 // --sessions N: opens N sessions, each with its GET stream held open, and reports the server's
 // RSS (VmRSS of --pid) before and with them.
@@ -22,13 +25,15 @@ import { readFileSync } from 'node:fs';
 import { CLK_TCK, procStat } from '../lib/procstat.mjs';
 
 function parseArgs(argv) {
-  const o = { calls: 2000, warmup: 100, inflight: [1, 16], args: '{}', expect: '', label: '',
+  const o = { calls: 2000, min_ms: 1000, warmup: 100, inflight: [1, 16], args: '{}', expect: '',
+              label: '',
               sessions: 0, pid: 0 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '');
     const v = argv[++i];
     if (k === 'inflight') o.inflight = v.split(',').map(Number);
     else if (['calls', 'warmup', 'sessions', 'pid'].includes(k)) o[k] = Number(v);
+    else if (k === 'min-ms') o.min_ms = Number(v);
     else o[k] = v;
   }
   if (!o.url) throw new Error('--url is needed');
@@ -300,13 +305,14 @@ function pct(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 }
 
-async function phase(client, inflight, calls, nextId) {
+async function phase(client, inflight, calls, nextId, minMs = 0) {
   const lat = [];
   let issued = 0;
   const t0 = process.hrtime.bigint();
+  const until = t0 + BigInt(Math.round(minMs * 1e6));
   const cpu0 = cpuUs(opt.pid);
   const worker = async () => {
-    while (issued < calls) {
+    while (issued < calls || process.hrtime.bigint() < until) {
       issued++;
       const id = nextId();
       const s = process.hrtime.bigint();
@@ -318,6 +324,7 @@ async function phase(client, inflight, calls, nextId) {
   };
   await Promise.all(Array.from({ length: inflight }, worker));
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  calls = issued;
   const cpu = opt.pid ? (cpuUs(opt.pid) - cpu0) / calls : null;
   lat.sort((a, b) => a - b);
   const r = (x) => Math.round(x * 1000) / 1000;
@@ -332,9 +339,14 @@ async function benchCalls() {
   await client.open();
   let id = 1;
   const nextId = () => id++;
-  await phase(client, 1, opt.warmup, nextId);
+  // Each timed phase is preceded by --warmup calls at its own width, so that its K connections
+  // are open (and the server's workers for them awake) before the clock starts: otherwise the
+  // first phase wider than the warm-up would time K-1 connection set-ups too.
   const phases = [];
-  for (const k of opt.inflight) phases.push(await phase(client, k, opt.calls, nextId));
+  for (const k of opt.inflight) {
+    await phase(client, k, Math.max(opt.warmup, 10 * k), nextId);
+    phases.push(await phase(client, k, opt.calls, nextId, opt.min_ms));
+  }
   const rss = rssKiB(opt.pid);
   await client.close();
   return { label: opt.label, url: opt.url, tool: opt.tool, phases, rss_kib: rss };

@@ -69,6 +69,23 @@ const mcpP50 = fig(MCP, (r) => phase(r, 1)?.p50_ms);
 const wsP50 = fig(WS, (r) => phase(r, 1)?.p50_ms);
 const cpsRatio = ratio(MCP, EV, (r) => phase(r, kHi)?.calls_per_s);
 const wsOverMcp = ratio(WS, MCP, (r) => phase(r, 1)?.p50_ms);
+// The target's ratio: with runboxd and the client pinned (http-run.sh), on one CPU and on two,
+// the worse of the two in each round; without pinned rows (one CPU), the unpinned ratio.
+const PIN1 = 'pinned, one CPU', PIN2 = 'pinned, two CPUs';
+const p50 = (r) => phase(r, 1)?.p50_ms;
+const wsOne = ratio(`${WS} ${PIN1}`, `${MCP} ${PIN1}`, p50);
+const wsTwo = ratio(`${WS} ${PIN2}`, `${MCP} ${PIN2}`, p50);
+const worst = [];
+for (const a of by(`${WS} ${PIN1}`)) {
+  const pair = (pl) => {
+    const w = by(`${WS} ${pl}`).find((x) => x.round === a.round);
+    const m = by(`${MCP} ${pl}`).find((x) => x.round === a.round);
+    return w && m && isNum(p50(w)) && isNum(p50(m)) && p50(m) > 0 ? p50(w) / p50(m) : null;
+  };
+  const one = pair(PIN1), two = pair(PIN2);
+  if (isNum(one) && isNum(two)) worst.push(Math.max(one, two));
+}
+const wsTarget = worst.length ? cell(worst) : wsOverMcp;
 const sessRss = fig(SS, (r) => r.rss_kib_with_sessions / 1024);
 const sessions = by(SS)[0]?.sessions ?? '?';
 
@@ -91,7 +108,8 @@ p('answers) and `/ws` with `read_file` of the same 4 KiB `/a.txt` as above, and'
 p(`\`@modelcontextprotocol/server-everything\` ${o.everything ?? ''} in its streamable HTTP mode (express and the`);
 p('SDK\'s `StreamableHTTPServerTransport`, answers as event streams) with its `echo` tool, in the');
 p('same run. Each server is started fresh for each round; ratios are taken within a round, then the');
-p('median over rounds (min–max over rounds).');
+p('median over rounds (min–max over rounds). Every timed phase follows untimed calls at its own');
+p('width (its connections open) and lasts at least 1 s.');
 p();
 p(`- Command: \`${o.command ?? 'tests/bench/http-run.sh'}\``);
 p(`- Date: ${o.started ?? '?'}; machine: ${os.cpus().length} CPUs, load average at the end ` +
@@ -101,7 +119,8 @@ p();
 table(['measure', 'this run', 'target', ''], [
   ['`/mcp` read_file 4 KiB p50, 1 in flight', `${mcpP50.md} ms`, '≤ 0.10 ms', verdict(mcpP50.m, (v) => v <= 0.10)],
   [`calls/s at ${kHi} in flight, runboxd \`/mcp\` ÷ server-everything \`echo\``, `${cpsRatio.md}×`, '≥ 10×', verdict(cpsRatio.m, (v) => v >= 10)],
-  ['`/ws` p50 ÷ `/mcp` p50, 1 in flight', `${wsOverMcp.md}×`, '≤ 1×', verdict(wsOverMcp.m, (v) => v <= 1.0)],
+  [worst.length ? '`/ws` p50 ÷ `/mcp` p50, 1 in flight, pinned (the worse of one CPU and two)'
+                 : '`/ws` p50 ÷ `/mcp` p50, 1 in flight', `${wsTarget.md}×`, '≤ 1×', verdict(wsTarget.m, (v) => v <= 1.0)],
   [`runboxd RSS with ${sessions} open sessions (each holding a GET stream)`, `${sessRss.md} MiB`, '≤ 32 MiB', verdict(sessRss.m, (v) => v <= 32)],
 ], [null, 'r', 'r', null]);
 p();
@@ -118,6 +137,19 @@ const METRICS = [
 table(['', MCP, WS, `${EV} \`echo\``], METRICS.map(([n, g]) => [n, fig(MCP, g).md, fig(WS, g).md, fig(EV, g).md]),
   [null, 'r', 'r', 'r']);
 p();
+if (worst.length) {
+  p('`/ws` against `/mcp` at 1 in flight, p50 ms (ratios within each round). Unpinned, a round lands');
+  p('on one CPU or on two by the scheduler\'s choice, and may choose differently for the two');
+  p('transports; pinned, both are measured in both placements:');
+  p();
+  const row = (name, pl, r) => [name, fig(`${MCP}${pl}`, p50).md, fig(`${WS}${pl}`, p50).md, `${r.md}×`];
+  table(['placement', '`/mcp`', '`/ws`', '`/ws` ÷ `/mcp`'], [
+    row('unpinned', '', wsOverMcp),
+    row('runboxd and the client on one CPU', ` ${PIN1}`, wsOne),
+    row('runboxd on one CPU, the client on another', ` ${PIN2}`, wsTwo),
+  ], [null, 'r', 'r', 'r']);
+  p();
+}
 p(`RSS is the server's VmRSS after its phases; for the sessions line, with ${sessions} sessions open`);
 p(`(initialize, then a GET stream each) against ${fmt(fig(SS, (r) => r.rss_kib_before / 1024).m)} MiB before.`);
 p(END);

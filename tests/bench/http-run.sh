@@ -7,7 +7,8 @@
 # Each round: runboxd freshly started (Release build, --no-fsync, a workspace holding the 4 KiB
 # /a.txt of run.sh), measured by tests/bench/http-bench.mjs over /mcp (one session, JSON answers)
 # and /ws, read_file of /a.txt at 1 and 16 in flight, then its RSS with 256 sessions each holding
-# a GET stream open; then @modelcontextprotocol/server-everything (pinned below) in its
+# a GET stream open (and /mcp and /ws once more with the CPUs pinned, for their ratio: see
+# below); then @modelcontextprotocol/server-everything (pinned below) in its
 # streamable HTTP mode, answering its echo tool, driven by the same client. The report (the
 # section "MCP over HTTP" of docs/performance.md, between its markers) gives the figures and the
 # ratios within each round. run.sh runs this too and keeps the section.
@@ -32,6 +33,7 @@ WARMUP="${WARMUP:-200}"
 INFLIGHT="${INFLIGHT:-1,16}"
 SESSIONS="${SESSIONS:-256}"
 JOBS="${JOBS:-2}"
+NCPU="$(nproc 2>/dev/null || echo 1)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build-bench}"
 PEERS_DIR="${PEERS_DIR:-${TMPDIR:-/tmp}/mcp-peers}"
 OUT_DOC="${OUT_DOC:-$REPO/docs/performance.md}"
@@ -130,10 +132,11 @@ start_everything() {
   return 1
 }
 
-bench() { # bench ROUND LABEL ARGS...: one http-bench line, tagged with its round
-  local round="$1" label="$2"
+bench() { # [PIN=CPUS] bench ROUND LABEL ARGS...: one http-bench line, tagged with its round
+  local round="$1" label="$2" pin=()
   shift 2
-  node "$HERE/http-bench.mjs" --label "$label" "$@" >"$TMP/one.json" 2>"$TMP/one.err" ||
+  [[ -n "${PIN:-}" ]] && pin=(taskset -c "$PIN")
+  "${pin[@]}" node "$HERE/http-bench.mjs" --label "$label" "$@" >"$TMP/one.json" 2>"$TMP/one.err" ||
     { log "FAILED: $label: $(head -c 400 "$TMP/one.err")"; return 0; }
   node -e 'const fs=require("fs");const r=JSON.parse(fs.readFileSync(process.argv[1],"utf8"));r.round=+process.argv[2];console.log(JSON.stringify(r))' \
     "$TMP/one.json" "$round" >>"$OUT"
@@ -145,6 +148,21 @@ for round in $(seq 1 "$RUNS"); do
   start_runboxd || die "runboxd did not start"
   bench "$round" "runboxd /mcp" --url "http://127.0.0.1:$RBD_PORT/mcp" --pid "$RBD_PID" "${READ[@]}"
   bench "$round" "runboxd /ws" --url "ws://127.0.0.1:$RBD_PORT/ws" --pid "$RBD_PID" "${READ[@]}"
+  # /ws against /mcp at 1 in flight with the placement held still: unpinned, a round's p50 is
+  # 0.04 or 0.10 ms by whether the scheduler put the client and runboxd's worker on one CPU or
+  # on two (the wake-up across CPUs costs the rest), and it may pick differently for the two
+  # transports. So each is measured again with runboxd's threads and the client on one CPU, then
+  # on two (taskset; skipped with one CPU or without taskset).
+  if [[ "$NCPU" -ge 2 ]] && command -v taskset >/dev/null; then
+    taskset -a -p -c 0 "$RBD_PID" >/dev/null
+    for place in "one CPU:0" "two CPUs:1"; do
+      for t in "/mcp:http" "/ws:ws"; do
+        PIN="${place#*:}" bench "$round" "runboxd ${t%%:*} pinned, ${place%%:*}" \
+          --url "${t#*:}://127.0.0.1:$RBD_PORT${t%%:*}" --pid "$RBD_PID" "${READ[@]}" --inflight 1
+      done
+    done
+    taskset -a -p -c "0-$((NCPU - 1))" "$RBD_PID" >/dev/null
+  fi
   bench "$round" "runboxd sessions" --url "http://127.0.0.1:$RBD_PORT/mcp" --pid "$RBD_PID" --sessions "$SESSIONS"
   stop_pid "$RBD_PID"; RBD_PID=""
   log "round $round: server-everything $EVERYTHING_VERSION echo"
