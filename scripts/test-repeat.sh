@@ -4,15 +4,17 @@
 #   scripts/test-repeat.sh [-n RUNS] [-j "2 4"] [--load "off on"] [--builds "build build-asan"]
 #
 # For every build directory (default: build and build-asan, the two ctest stages of
-# scripts/test.sh), every parallelism (-j, default "2 4") and every load setting (default "off on";
-# "on" keeps every core busy with another process: stress-ng --cpu N when it is installed, else
-# one shell busy loop per core), it runs `ctest -j J --schedule-random` RUNS times (default 5).
+# scripts/test.sh; build-tsan, its third, runs the suites that stage runs), every parallelism
+# (-j, default "2 4") and every load setting (default "off on"; "on" keeps every core busy
+# with another process: stress-ng --cpu N when it is installed, else one shell busy loop per
+# core), it runs `ctest -j J --schedule-random` RUNS times (default 5).
 # The order changes from run to run, so tests meet different neighbours. Each failing run's log
 # is kept under build-repeat/. It ends with a table of every test that ever failed, with how often
 # and in which kinds of run, and exits 1 when any did.
 #
 # The build directories must exist (run scripts/test.sh once); they are rebuilt first, so the
-# runs test the sources as they are. ASAN_OPTIONS/UBSAN_OPTIONS are the test command's own.
+# runs test the sources as they are. ASAN_OPTIONS/UBSAN_OPTIONS/TSAN_OPTIONS are the test
+# command's own.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -61,6 +63,14 @@ load_stop() {
 }
 trap 'load_stop; exit 130' INT TERM
 
+# The tests the test command runs in a build: all of them, except in the ThreadSanitizer build
+# (scripts/test.sh's tsan-test stage: the unit, integration and conformance suites).
+labels_of() {
+    case $(basename "$1") in
+    build-tsan*) echo "-L unit|integration|conformance" ;;
+    esac
+}
+
 for b in $builds; do
     if [ ! -f "$root/$b/CTestTestfile.cmake" ]; then
         echo "test-repeat: $root/$b is not a configured build; run scripts/test.sh first" >&2
@@ -89,8 +99,9 @@ for b in $builds; do
                 la=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
                 (cd "$root/$b" && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
                     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-                    ctest --output-on-failure --no-tests=error --schedule-random -j "$j") \
-                    >"$log" 2>&1
+                    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+                    ctest --output-on-failure --no-tests=error --schedule-random -j "$j" \
+                    $(labels_of "$b")) >"$log" 2>&1
                 rc=$?
                 failed=$(sed -n 's/^[[:space:]]*[0-9]\+ - \([^ ]*\) (.*)$/\1/p' "$log")
                 if [ "$rc" -ne 0 ]; then
