@@ -109,9 +109,8 @@ static void unwatch_dir(struct watch *w, struct entry *e)
     e->wd = -1;
 }
 
-/* Watches the deepest existing directory on e's path. Returns 0, or -1 with err when even the
- * workspace root cannot be watched (the inotify limit). */
-static int resolve(struct watch *w, struct entry *e, struct errinfo *err)
+/* Watches the deepest existing directory on e's path, once (see resolve). */
+static int resolve_once(struct watch *w, struct entry *e, struct errinfo *err)
 {
     size_t len = strlen(e->path);
     char dir[VFS_PATH_MAX + 1];
@@ -153,6 +152,43 @@ static int resolve(struct watch *w, struct entry *e, struct errinfo *err)
         }
         len--; /* step over the '/' to the parent */
     }
+}
+
+/* True when the directory e waits for (e->next, not the file itself) exists already. */
+static bool next_dir_exists(struct watch *w, const struct entry *e)
+{
+    char dir[VFS_PATH_MAX + 1];
+    size_t n = (size_t)(e->next - e->path) + e->next_len;
+    struct errinfo oerr = {0};
+    int fd;
+
+    if (e->next[e->next_len] == '\0' || n > VFS_PATH_MAX)
+        return false;
+    memcpy(dir, e->path, n);
+    dir[n] = '\0';
+    fd = vfs_open_dir(w->vfs, dir, &oerr);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+/* Watches the deepest existing directory on e's path. Returns 0, or -1 with err when even the
+ * workspace root cannot be watched (the inotify limit).
+ *
+ * The directory waited for may appear between the look that found it missing and the watch of
+ * its parent (mkdir -p a/b/c runs while we look): its creation then came before the watch, and
+ * no event will tell. So once the parent is watched, its next directory is looked for again;
+ * one that is there now is moved into (any later creation has an event). */
+static int resolve(struct watch *w, struct entry *e, struct errinfo *err)
+{
+    for (size_t depth = 0; depth <= VFS_PATH_MAX / 2; depth++) {
+        if (resolve_once(w, e, err) < 0)
+            return -1;
+        if (!next_dir_exists(w, e))
+            return 0;
+    }
+    return 0; /* a path that keeps appearing and vanishing: the watch stays where it is */
 }
 
 /* ---- publishing ---- */
