@@ -2,12 +2,16 @@
  *
  * A catalog keeps the parsed documents alive and points into them: each tool's name, group
  * and schemas are borrowed from its document's cJSON tree. Tools are sorted by name once, so
- * catalog_find() is a binary search, and the tools/list text is printed once, because the
- * proxy serves it on every tools/list.
+ * catalog_find() is a binary search, and the tools/list text is printed once, when it is first
+ * asked for (runbox builds the built-in catalog and a profile of it at every start, and lists
+ * only the profile; building both texts was a quarter of its start).
  *
  * Validation is strict on purpose: the catalog is data written by hand and compiled in, so a
  * typo ("requried", an unknown route, a schema keyword we do not implement) must fail the
- * unit tests rather than make a tool silently accept what it should refuse. */
+ * unit tests rather than make a tool silently accept what it should refuse. The compiled-in
+ * documents themselves are checked by those tests (catalog_new on them), not again at every
+ * start: catalog_builtin() skips the two costly checks that cannot fail on them, the parser's
+ * guards for untrusted text and schema_check (together half of runbox's start). */
 #include "catalog.h"
 
 #include <pthread.h>
@@ -243,7 +247,9 @@ static int load_external_tool(const cJSON *obj, struct where *w, struct catalog_
 }
 
 /* Checks one tool object and fills *t (borrowing from the document). */
-static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, struct errinfo *err)
+/* trusted: a compiled-in document, whose schemas the unit tests check (no schema_check). */
+static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, bool trusted,
+                     struct errinfo *err)
 {
     static const char *const known[] = {"name",        "title",        "description", "inputSchema",
                                         "annotations", "outputSchema", "route",       "budget",
@@ -276,8 +282,9 @@ static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, 
     t->tool = obj;
     t->input_schema = cJSON_GetObjectItemCaseSensitive(obj, "inputSchema");
     t->output_schema = cJSON_GetObjectItemCaseSensitive(obj, "outputSchema");
-    if (check_tool_schema(t->input_schema, "inputSchema", w, err) != 0 ||
-        (t->output_schema && check_tool_schema(t->output_schema, "outputSchema", w, err) != 0))
+    if (!trusted &&
+        (check_tool_schema(t->input_schema, "inputSchema", w, err) != 0 ||
+         (t->output_schema && check_tool_schema(t->output_schema, "outputSchema", w, err) != 0)))
         return -1;
     ann = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
     if (ann && check_annotations(ann, w, err) != 0)
@@ -470,9 +477,10 @@ static bool is_profiles_doc(const cJSON *doc)
 }
 
 /* Parses every document and loads its tools into cat->tools (unsorted). *profiles gets the
- * index of the profiles document, or n when there is none. */
+ * index of the profiles document, or n when there is none. trusted: compiled-in documents
+ * (cJSON's own parser, no schema_check; see the top of this file). */
 static int load_docs(struct catalog *cat, const char *const *docs, size_t n, size_t *profiles,
-                     struct errinfo *err)
+                     bool trusted, struct errinfo *err)
 {
     struct where w;
     struct errinfo perr;
@@ -484,9 +492,10 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, siz
         memset(&w, 0, sizeof(w));
         w.doc = i;
         errinfo_clear(&perr);
-        cat->docs[i] = jsonrpc_parse(docs[i], strlen(docs[i]), &perr);
+        cat->docs[i] = trusted ? cJSON_ParseWithLength(docs[i], strlen(docs[i]))
+                               : jsonrpc_parse(docs[i], strlen(docs[i]), &perr);
         if (!cat->docs[i]) {
-            fail(err, &w, "%s", perr.msg);
+            fail(err, &w, "%s", trusted ? "not valid JSON (or out of memory)" : perr.msg);
             return -1;
         }
         cat->ndocs = i + 1;
@@ -517,7 +526,7 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, siz
         tools = load_doc_shape(cat->docs[i], &w, err);
         cJSON_ArrayForEach(t, tools)
         {
-            if (load_tool(t, &w, &cat->tools[cat->ntools], err) != 0)
+            if (load_tool(t, &w, &cat->tools[cat->ntools], trusted, err) != 0)
                 return -1;
             cat->ntools++;
             w.tool = NULL;
@@ -540,9 +549,18 @@ static int sort_and_check(struct catalog *cat, struct errinfo *err)
     return 0;
 }
 
-struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err)
+struct catalog *catalog__alloc(void)
 {
     struct catalog *cat = calloc(1, sizeof(*cat));
+
+    if (cat)
+        pthread_mutex_init(&cat->json_mu, NULL);
+    return cat;
+}
+
+static struct catalog *load(const char *const *docs, size_t n, bool trusted, struct errinfo *err)
+{
+    struct catalog *cat = catalog__alloc();
     size_t profiles;
 
     if (cat)
@@ -551,17 +569,12 @@ struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *e
         errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
         goto fail;
     }
-    if (load_docs(cat, docs, n, &profiles, err) != 0)
+    if (load_docs(cat, docs, n, &profiles, trusted, err) != 0)
         goto fail;
     if (sort_and_check(cat, err) != 0)
         goto fail;
     if (profiles < n && catalog__load_profiles(cat, cat->docs[profiles], profiles, err) != 0)
         goto fail;
-    cat->tools_json = catalog__tools_json(cat);
-    if (!cat->tools_json) {
-        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
-        goto fail;
-    }
     if (catalog__build_instructions(cat, err) != 0)
         goto fail;
     return cat;
@@ -570,9 +583,14 @@ fail:
     return NULL;
 }
 
+struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err)
+{
+    return load(docs, n, false, err);
+}
+
 struct catalog *catalog_new_external(cJSON *doc, struct errinfo *err)
 {
-    struct catalog *cat = calloc(1, sizeof(*cat));
+    struct catalog *cat = catalog__alloc();
     const cJSON *group = cJSON_GetObjectItemCaseSensitive(doc, "group");
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(doc, "tools"), *t;
     struct where w = {0};
@@ -580,7 +598,7 @@ struct catalog *catalog_new_external(cJSON *doc, struct errinfo *err)
     if (cat)
         cat->docs = calloc(1, sizeof(*cat->docs));
     if (!cat || !cat->docs) {
-        free(cat);
+        catalog_free(cat);
         cJSON_Delete(doc);
         errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
         return NULL;
@@ -606,11 +624,6 @@ struct catalog *catalog_new_external(cJSON *doc, struct errinfo *err)
     }
     if (sort_and_check(cat, err) != 0)
         goto fail;
-    cat->tools_json = catalog__tools_json(cat);
-    if (!cat->tools_json) {
-        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
-        goto fail;
-    }
     return cat;
 fail:
     catalog_free(cat);
@@ -628,6 +641,7 @@ void catalog_free(struct catalog *cat)
     free(cat->tools_json);
     free(cat->profiles);
     free(cat->instructions);
+    pthread_mutex_destroy(&cat->json_mu);
     free(cat);
 }
 
@@ -639,7 +653,7 @@ static void builtin_init(void)
     struct errinfo err;
 
     errinfo_clear(&err);
-    builtin = catalog_new(catalog_builtin_docs, catalog_builtin_ndocs, &err);
+    builtin = load(catalog_builtin_docs, catalog_builtin_ndocs, true, &err);
     if (!builtin) {
         /* A build bug (the unit tests catch it first): there is no sane way to go on. */
         fprintf(stderr, "runbox: the built-in tool catalog (common/tools/*.json) is broken: %s\n",
@@ -716,7 +730,16 @@ bool catalog_tool_is_read_only(const struct catalog_tool *tool)
 
 const char *catalog_tools_json(const struct catalog *cat)
 {
-    return cat->tools_json;
+    /* The text is the catalog's, built at the first ask: json_mu makes the build once. */
+    struct catalog *c = (struct catalog *)cat;
+    char *text;
+
+    pthread_mutex_lock(&c->json_mu);
+    if (!c->tools_json)
+        c->tools_json = catalog__tools_json(c);
+    text = c->tools_json;
+    pthread_mutex_unlock(&c->json_mu);
+    return text;
 }
 
 bool catalog_tool_answers_image(const struct catalog_tool *tool)

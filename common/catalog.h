@@ -104,7 +104,8 @@ cJSON *catalog_listed_schema(const cJSON *schema);
 /* The MCP tools/list "tools" array as compact JSON text: each tool with name, title,
  * description, inputSchema (its listed form, catalog_listed_schema; an external tool's as its
  * server gave it), annotations, outputSchema and _meta (when present); route and group are not
- * shown. Built once, borrowed for the catalog's lifetime. */
+ * shown. Built at the first call (any thread), borrowed for the catalog's lifetime; NULL only
+ * when that build ran out of memory (a later call tries again). */
 const char *catalog_tools_json(const struct catalog *cat);
 
 struct mcp_server;
@@ -144,7 +145,8 @@ struct catalog *catalog_select(const struct catalog *base, const char *spec, str
  * Borrowed for the catalog's lifetime; NULL when there is nothing to say. */
 const char *catalog_instructions(const struct catalog *cat);
 
-/* Characters of the tools/list result {"tools":[...]} for cat, as a client receives it. */
+/* Characters of the tools/list result {"tools":[...]} for cat, as a client receives it
+ * (SIZE_MAX when its text cannot be built: out of memory). */
 size_t catalog_list_chars(const struct catalog *cat);
 
 /* The profiles of the profiles document, in its order: name (borrowed) and budget. */

@@ -3,6 +3,8 @@
 #ifndef COMMON_CATALOG_INT_H
 #define COMMON_CATALOG_INT_H
 
+#include <pthread.h>
+
 #include "catalog.h"
 
 #define CATALOG_NAME_MAX 128
@@ -35,12 +37,16 @@ struct catalog {
     size_t ndocs;
     struct catalog_tool *tools; /* sorted by name */
     size_t ntools;
-    char *tools_json;                 /* owned; the tools/list "tools" array */
+    pthread_mutex_t json_mu; /* guards tools_json's first build */
+    char *tools_json; /* owned; the tools/list "tools" array, built at the first ask (json_mu) */
     struct catalog_profile *profiles; /* owned array; its strings borrow from the documents */
     size_t nprofiles;
     const char *preamble; /* borrowed: the profiles document's "instructions", or NULL */
     char *instructions;   /* owned, built with the tools: preamble and the rules that apply */
 };
+
+/* catalog.c: a zeroed catalog with its json_mu ready (catalog_free frees it), or NULL. */
+struct catalog *catalog__alloc(void);
 
 /* catalog.c: prints the tools/list "tools" array of cat->tools. Owned, or NULL (memory). */
 char *catalog__tools_json(const struct catalog *cat);

@@ -7,6 +7,7 @@
  * validation, lookup and tools/list serve only the profile's tools. */
 #include "catalog.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,7 +264,7 @@ static int select_spec(const struct catalog *base, const char *spec, bool *keep,
 
 struct catalog *catalog_select(const struct catalog *base, const char *spec, struct errinfo *err)
 {
-    struct catalog *v = calloc(1, sizeof(*v));
+    struct catalog *v = catalog__alloc();
     bool *keep = calloc(base->ntools + 1, sizeof(*keep));
     bool all = !spec || !spec[0];
 
@@ -280,11 +281,6 @@ struct catalog *catalog_select(const struct catalog *base, const char *spec, str
     memcpy(v->profiles, base->profiles, base->nprofiles * sizeof(*v->profiles));
     v->nprofiles = base->nprofiles;
     v->preamble = base->preamble;
-    v->tools_json = catalog__tools_json(v);
-    if (!v->tools_json) {
-        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
-        goto fail;
-    }
     if (catalog__build_instructions(v, err) != 0)
         goto fail;
     free(keep);
@@ -302,7 +298,9 @@ const char *catalog_instructions(const struct catalog *cat)
 
 size_t catalog_list_chars(const struct catalog *cat)
 {
-    return strlen("{\"tools\":}") + strlen(cat->tools_json);
+    const char *tools = catalog_tools_json(cat);
+
+    return tools ? strlen("{\"tools\":}") + strlen(tools) : SIZE_MAX;
 }
 
 size_t catalog_profile_count(const struct catalog *cat)

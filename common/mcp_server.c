@@ -168,29 +168,59 @@ void mcp_server_free(struct mcp_server *srv)
 
 /* ---- tools ---- */
 
-static const struct mcp_server *cmp_srv; /* only for the qsort below, under srv->lock */
-
-static int cmp_index(const void *a, const void *b)
+/* Where name goes in the sorted index: the first entry not before it (srv->lock held). */
+static size_t index_lower_bound(const struct mcp_server *srv, const char *name)
 {
-    return strcmp(cmp_srv->tools[*(const size_t *)a].name, cmp_srv->tools[*(const size_t *)b].name);
+    size_t lo = 0, hi = srv->ntools;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (strcmp(srv->tools[srv->tool_index[mid]].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
-/* Rebuilds the sorted index (srv->lock held for writing). */
-static int reindex(struct mcp_server *srv)
+/* Gives the index room for as many tools as srv->tools has (after grow; srv->lock held for
+ * writing): 0, or -1 (memory). glibc's realloc to the size a block has costs nothing. */
+static int index_reserve(struct mcp_server *srv)
 {
-    static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
-    size_t *idx = realloc(srv->tool_index, (srv->ntools ? srv->ntools : 1) * sizeof(*idx));
+    size_t *idx = realloc(srv->tool_index, srv->tools_cap * sizeof(*idx));
 
     if (!idx)
         return -1;
     srv->tool_index = idx;
-    for (size_t i = 0; i < srv->ntools; i++)
-        idx[i] = i;
-    pthread_mutex_lock(&sort_mu);
-    cmp_srv = srv;
-    qsort(idx, srv->ntools, sizeof(*idx), cmp_index);
-    pthread_mutex_unlock(&sort_mu);
     return 0;
+}
+
+/* Enters tools[ntools] (just appended, not yet counted) in the sorted index, whose room
+ * index_reserve made; one binary search and a move, not a sort of every name (a server
+ * registering its 70 tools at start sorted 70 times). srv->lock held for writing. */
+static void index_insert(struct mcp_server *srv)
+{
+    size_t at = index_lower_bound(srv, srv->tools[srv->ntools].name);
+
+    memmove(&srv->tool_index[at + 1], &srv->tool_index[at],
+            (srv->ntools - at) * sizeof(srv->tool_index[0]));
+    srv->tool_index[at] = srv->ntools;
+    srv->ntools++;
+}
+
+/* Takes tools[i] out of the index before the tools after it move down one (srv->lock held for
+ * writing, ntools not yet decremented). */
+static void index_remove(struct mcp_server *srv, size_t i)
+{
+    size_t k = 0;
+
+    for (size_t j = 0; j < srv->ntools; j++) {
+        size_t v = srv->tool_index[j];
+
+        if (v != i)
+            srv->tool_index[k++] = v > i ? v - 1 : v;
+    }
 }
 
 const struct srv_tool *mcp__find_tool(const struct mcp_server *srv, const char *name)
@@ -260,17 +290,44 @@ static int parse_requires(const char *s)
 
 int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, struct errinfo *err)
 {
-    struct srv_tool t = {0};
+    cJSON *in, *out, *ann;
+
+    if (parse_json_arg("inputSchema",
+                       tool->input_schema ? tool->input_schema
+                                          : "{\"type\":"
+                                            "\"object\"}",
+                       true, &in, err) < 0)
+        return -1;
+    if (parse_json_arg("outputSchema", tool->output_schema, true, &out, err) < 0) {
+        cJSON_Delete(in);
+        return -1;
+    }
+    if (parse_json_arg("annotations", tool->annotations, true, &ann, err) < 0) {
+        cJSON_Delete(in);
+        cJSON_Delete(out);
+        return -1;
+    }
+    return mcp_server_add_tool_parsed(srv, tool, in, out, ann, err);
+}
+
+int mcp_server_add_tool_parsed(struct mcp_server *srv, const struct mcp_tool *tool,
+                               cJSON *input_schema, cJSON *output_schema, cJSON *annotations,
+                               struct errinfo *err)
+{
+    struct srv_tool t = {
+        .input_schema = input_schema, .output_schema = output_schema, .annotations = annotations};
     bool failed = false;
     int req;
 
     if (!name_ok(tool->name)) {
         errinfo_set(err, ERR_INVALID, "tool name \"%.140s\" does not match [A-Za-z0-9_.-]{1,128}",
                     tool->name ? tool->name : "");
+        free_tool(&t);
         return -1;
     }
     if (!tool->handler) {
         errinfo_set(err, ERR_INVALID, "tool %s has no handler", tool->name);
+        free_tool(&t);
         return -1;
     }
     req = parse_requires(tool->requires);
@@ -278,15 +335,16 @@ int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, str
         errinfo_set(err, ERR_INVALID,
                     "tool %s: requires must name sampling, elicitation or roots, got \"%.60s\"",
                     tool->name, tool->requires);
+        free_tool(&t);
         return -1;
     }
-    if (parse_json_arg("inputSchema",
-                       tool->input_schema ? tool->input_schema
-                                          : "{\"type\":"
-                                            "\"object\"}",
-                       true, &t.input_schema, err) < 0 ||
-        parse_json_arg("outputSchema", tool->output_schema, true, &t.output_schema, err) < 0 ||
-        parse_json_arg("annotations", tool->annotations, true, &t.annotations, err) < 0) {
+    if (!t.input_schema)
+        t.input_schema = cJSON_Parse("{\"type\":\"object\"}");
+    if (!cJSON_IsObject(t.input_schema) || (t.output_schema && !cJSON_IsObject(t.output_schema)) ||
+        (t.annotations && !cJSON_IsObject(t.annotations))) {
+        errinfo_set(err, t.input_schema ? ERR_INVALID : ERR_NOMEM,
+                    "tool %s: inputSchema, outputSchema and annotations must be JSON objects",
+                    tool->name);
         free_tool(&t);
         return -1;
     }
@@ -308,19 +366,15 @@ int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, str
         free_tool(&t);
         return -1;
     }
-    if (grow((void **)&srv->tools, &srv->tools_cap, srv->ntools, sizeof(t)) < 0) {
+    if (grow((void **)&srv->tools, &srv->tools_cap, srv->ntools, sizeof(t)) < 0 ||
+        index_reserve(srv) < 0) {
         pthread_rwlock_unlock(&srv->lock);
         free_tool(&t);
         errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
         return -1;
     }
-    srv->tools[srv->ntools++] = t;
-    if (reindex(srv) < 0) {
-        free_tool(&srv->tools[--srv->ntools]);
-        pthread_rwlock_unlock(&srv->lock);
-        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
-        return -1;
-    }
+    srv->tools[srv->ntools] = t;
+    index_insert(srv);
     srv->tools_gen++;
     pthread_rwlock_unlock(&srv->lock);
     return 0;
@@ -340,9 +394,9 @@ int mcp_server_remove_tool(struct mcp_server *srv, const char *name, struct erri
         return -1;
     }
     free_tool(&srv->tools[i]);
+    index_remove(srv, i);
     memmove(&srv->tools[i], &srv->tools[i + 1], (srv->ntools - i - 1) * sizeof(srv->tools[0]));
     srv->ntools--;
-    reindex(srv); /* shrinking: realloc to a smaller size cannot fail in a way that matters */
     srv->tools_gen++;
     pthread_rwlock_unlock(&srv->lock);
     return 0;

@@ -325,6 +325,10 @@ static int handle_tools(struct api *a, struct mg_connection *conn)
     struct jsonbuf b;
     int status;
 
+    if (ext && catalog_count(ext) && !more) {
+        registry_unhold(hold);
+        return send_error(conn, 503, "out of memory for the external servers' tools list");
+    }
     if (!more) {
         registry_unhold(hold);
         return api_send_json(conn, 200, a->tools_json, a->tools_len, NULL, NULL);
@@ -1105,6 +1109,10 @@ static int build_tools_json(struct api *a, struct errinfo *err)
     struct jsonbuf b;
     const char *arr = catalog_tools_json(a->cat);
 
+    if (!arr) {
+        errinfo_set(err, ERR_NOMEM, "out of memory for the tools list");
+        return -1;
+    }
     jsonbuf_init(&b, 64u << 20);
     if (jsonbuf_put(&b, "{\"tools\":", 9, err) < 0 || jsonbuf_put(&b, arr, strlen(arr), err) < 0 ||
         jsonbuf_put(&b, "}", 1, err) < 0) {

@@ -90,6 +90,10 @@ static int list_tools(const struct catalog *cat)
 {
     const char *tools = catalog_tools_json(cat);
 
+    if (!tools) {
+        log_error("runbox: out of memory for the tools list");
+        return 1;
+    }
     if (printf("{\"tools\":%s}\n", tools) < 0 || fflush(stdout) != 0) {
         log_error("runbox: cannot write to stdout");
         return 1;

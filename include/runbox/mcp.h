@@ -127,6 +127,14 @@ struct mcp_tool {
  * notifications/tools/list_changed when mcp_server_notify_list_changed() is called. */
 int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, struct errinfo *err);
 
+/* mcp_server_add_tool() for a program that holds the schemas parsed already (no print and parse
+ * again): input_schema (NULL = {"type":"object"}), output_schema and annotations (each an
+ * object, or NULL) become the server's, on failure too; tool's three text fields are not read.
+ * ERR_INVALID when one is not an object. */
+int mcp_server_add_tool_parsed(struct mcp_server *srv, const struct mcp_tool *tool,
+                               cJSON *input_schema, cJSON *output_schema, cJSON *annotations,
+                               struct errinfo *err);
+
 /* Removes a tool; ERR_NOT_FOUND when there is none by that name. Calls in flight finish. */
 int mcp_server_remove_tool(struct mcp_server *srv, const char *name, struct errinfo *err);
 

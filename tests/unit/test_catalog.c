@@ -137,6 +137,23 @@ START_TEST(test_catalog_builtin_loads)
 }
 END_TEST
 
+/* catalog_builtin() trusts the compiled-in documents (no parser guards, no schema_check, to
+ * keep runbox's start short): this is where they get every check catalog_new makes. */
+START_TEST(test_catalog_builtin_docs_pass_every_check)
+{
+    struct errinfo err;
+    struct catalog *cat;
+
+    errinfo_clear(&err);
+    cat = catalog_new(catalog_builtin_docs, catalog_builtin_ndocs, &err);
+    ck_assert_msg(cat != NULL, "the compiled-in catalog fails a check: %s", err.msg);
+    ck_assert_uint_eq(catalog_count(cat), catalog_count(catalog_builtin()));
+    ck_assert_str_eq(catalog_tools_json(cat), catalog_tools_json(catalog_builtin()));
+    ck_assert_str_eq(catalog_instructions(cat), catalog_instructions(catalog_builtin()));
+    catalog_free(cat);
+}
+END_TEST
+
 START_TEST(test_catalog_builtin_tools_are_sorted_and_found)
 {
     const struct catalog *cat = catalog_builtin();
@@ -789,6 +806,7 @@ static Suite *catalog_suite(void)
 
     tc = tcase_create("builtin");
     tcase_add_test(tc, test_catalog_builtin_loads);
+    tcase_add_test(tc, test_catalog_builtin_docs_pass_every_check);
     tcase_add_test(tc, test_catalog_builtin_tools_are_sorted_and_found);
     tcase_add_test(tc, test_catalog_builtin_schemas_accept_built_arguments);
     tcase_add_test(tc, test_catalog_builtin_output_schemas_check);

@@ -293,6 +293,53 @@ static void teardown(void)
     clear_sent();
 }
 
+/* ---- adding tools ---- */
+
+/* mcp_server_add_tool_parsed takes the trees it is given, on failure too (the ASan stage finds
+ * a leak), and refuses what the text form refuses. */
+START_TEST(test_mcp_add_tool_parsed_takes_the_trees)
+{
+    struct errinfo err = {0};
+    struct mcp_server *x = mcp_server_new(&info, &err);
+    struct mcp_tool t = {.name = "parsed", .handler = fake_call_tool, .arg = &fk};
+    size_t before;
+
+    ck_assert_ptr_nonnull(x);
+    before = mcp_server_tool_count(x);
+    ck_assert_int_eq(mcp_server_add_tool_parsed(x, &t, cJSON_Parse("{\"type\":\"object\"}"), NULL,
+                                                cJSON_Parse("{\"readOnlyHint\":true}"), &err),
+                     0);
+    ck_assert_uint_eq(mcp_server_tool_count(x), before + 1);
+    /* the same name again: ERR_EXISTS, and its trees are freed */
+    errinfo_clear(&err);
+    ck_assert_int_eq(mcp_server_add_tool_parsed(x, &t, cJSON_Parse("{\"type\":\"object\"}"),
+                                                cJSON_Parse("{\"type\":\"object\"}"), NULL, &err),
+                     -1);
+    ck_assert_int_eq(err.kind, ERR_EXISTS);
+    /* a schema that is not an object: ERR_INVALID */
+    t.name = "parsed_array";
+    errinfo_clear(&err);
+    ck_assert_int_eq(mcp_server_add_tool_parsed(x, &t, cJSON_Parse("[1]"), NULL, NULL, &err), -1);
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "parsed_array"));
+    /* a bad name: ERR_INVALID, the trees freed */
+    t.name = "bad name";
+    errinfo_clear(&err);
+    ck_assert_int_eq(mcp_server_add_tool_parsed(x, &t, cJSON_Parse("{}"), NULL, NULL, &err), -1);
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    /* no input schema: {"type":"object"}, as with the text form */
+    t.name = "parsed_default";
+    ck_assert_int_eq(mcp_server_add_tool_parsed(x, &t, NULL, NULL, NULL, &err), 0);
+    ck_assert_uint_eq(mcp_server_tool_count(x), before + 2);
+    /* removing one keeps the others findable (the sorted index follows) */
+    ck_assert_int_eq(mcp_server_remove_tool(x, "parsed", &err), 0);
+    ck_assert_int_eq(mcp_server_remove_tool(x, "parsed", &err), -1);
+    ck_assert_int_eq(mcp_server_remove_tool(x, "parsed_default", &err), 0);
+    ck_assert_uint_eq(mcp_server_tool_count(x), before);
+    mcp_server_free(x);
+}
+END_TEST
+
 /* ---- lifecycle ---- */
 
 static const struct {
@@ -1433,6 +1480,10 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_rejects_second_initialize);
     tcase_add_test(tc, test_mcp_requests_before_initialize);
     tcase_add_test(tc, test_mcp_tolerates_requests_before_initialized_notification);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("adding tools");
+    tcase_add_test(tc, test_mcp_add_tool_parsed_takes_the_trees);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("dispatch");
