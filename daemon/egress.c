@@ -56,6 +56,9 @@ struct egress {
     bool defaults_ready;
     struct registries reg;
     bool want_defaults;
+    bool discover_go; /* the discovery may start (egress_discover_now, a sandbox's need) */
+    bool discovering; /* it has started (the deferral, if any, is over) */
+    int defer_ms;
     char tools_path[512];
     struct console *console;
     struct listener *ls;
@@ -338,6 +341,15 @@ static void rules_text(const struct netpolicy *p, char *out, size_t outsz)
 
 /* ---- one connection ---- */
 
+/* Someone waits for the default rules: a discovery that was deferred starts now (e->lock). */
+static void need_defaults(struct egress *e)
+{
+    if (!e->discover_go) {
+        e->discover_go = true;
+        pthread_cond_broadcast(&e->cond);
+    }
+}
+
 /* Waits (bounded) until the default rules are known, then checks host:port. */
 static const struct netpolicy_rule *match(struct egress *e, const char *host, uint16_t port,
                                           struct netpolicy_rule *copy, char *rules, size_t rulessz)
@@ -348,6 +360,7 @@ static const struct netpolicy_rule *match(struct egress *e, const char *host, ui
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += DEFAULTS_WAIT_MS / 1000;
     pthread_mutex_lock(&e->lock);
+    need_defaults(e);
     while (!e->defaults_ready && !e->stopping)
         if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT)
             break;
@@ -654,12 +667,28 @@ static void *discover_main(void *arg)
     struct egress *e = arg;
     struct registries *r = malloc(sizeof(*r));
     char tools_path[512];
+    struct timespec until;
+    bool stop;
 
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += e->defer_ms / 1000;
+    until.tv_nsec += (long)(e->defer_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
     pthread_mutex_lock(&e->lock);
+    while (!e->discover_go && !e->stopping)
+        if (pthread_cond_timedwait(&e->cond, &e->lock, &until) == ETIMEDOUT)
+            break;
+    stop = e->stopping;
+    e->discovering = true;
     snprintf(tools_path, sizeof(tools_path), "%s", e->tools_path);
     pthread_mutex_unlock(&e->lock);
-    if (r)
+    if (r && !stop)
         registries_discover(r, tools_path[0] ? tools_path : NULL);
+    else if (r)
+        memset(r, 0, sizeof(*r)); /* stopping before it began: no defaults */
     pthread_mutex_lock(&e->lock);
     if (r) {
         e->reg = *r;
@@ -700,6 +729,8 @@ struct egress *egress_new(const struct egress_options *opt, struct errinfo *err)
     e->console = opt->console;
     e->want_defaults = opt->defaults && opt->policy->mode == NETPOLICY_PROXY;
     e->defaults_ready = !e->want_defaults;
+    e->defer_ms = opt->defer_ms > 0 ? opt->defer_ms : 0;
+    e->discover_go = e->defer_ms == 0;
     if (opt->tools_path)
         snprintf(e->tools_path, sizeof(e->tools_path), "%s", opt->tools_path);
     load_local_addrs(e);
@@ -722,6 +753,15 @@ struct egress *egress_new(const struct egress_options *opt, struct errinfo *err)
 fail:
     egress_free(e);
     return NULL;
+}
+
+void egress_discover_now(struct egress *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->lock);
+    need_defaults(e);
+    pthread_mutex_unlock(&e->lock);
 }
 
 void egress_free(struct egress *e)
@@ -828,6 +868,7 @@ size_t egress_sandbox_env(struct egress *e, struct exec_env *out, size_t max)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += DEFAULTS_WAIT_MS / 1000;
     pthread_mutex_lock(&e->lock);
+    need_defaults(e);
     while (!e->defaults_ready && !e->stopping)
         if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT)
             break;
@@ -895,7 +936,8 @@ cJSON *egress_json(struct egress *e)
          cJSON_AddStringToObject(d, "state",
                                  !e->want_defaults   ? "off"
                                  : e->defaults_ready ? "ready"
-                                                     : "resolving") &&
+                                 : e->discovering    ? "resolving"
+                                                     : "waiting") &&
          (e->reg.npm_note[0] ? cJSON_AddStringToObject(d, "npm", e->reg.npm_note) != NULL
                              : cJSON_AddNullToObject(d, "npm") != NULL) &&
          (e->reg.pip_note[0] ? cJSON_AddStringToObject(d, "pip", e->reg.pip_note) != NULL

@@ -43,7 +43,11 @@ struct egress_options {
     const struct netpolicy *policy; /* the mode and the user's rules (flags, config); copied */
     bool defaults;                  /* add the registries of the host's npm and pip */
     const char *tools_path;         /* where npm and python3 are looked up; NULL = the sandbox's */
-    struct console *console;        /* borrowed, may be NULL; outlives the egress */
+    /* The defaults' discovery (a Node and a Python start, ~0.5 CPU-seconds) waits until
+     * egress_discover_now(), a sandbox that needs the rules, or defer_ms (0: it starts at once):
+     * runboxd defers it while its external servers start, which it slowed by a quarter. */
+    int defer_ms;
+    struct console *console; /* borrowed, may be NULL; outlives the egress */
 };
 
 struct egress; /* opaque */
@@ -51,6 +55,10 @@ struct egress; /* opaque */
 /* Starts the accept thread (and the discovery thread when opt->defaults). Owned (egress_free)
  * or NULL with err set. */
 struct egress *egress_new(const struct egress_options *opt, struct errinfo *err);
+
+/* Starts the discovery of the defaults now, if it waits (egress_options.defer_ms). Any thread;
+ * NULL is a no-op. */
+void egress_discover_now(struct egress *e);
 
 /* Closes every listener and connection, waits for the threads and frees. NULL is a no-op. */
 void egress_free(struct egress *e);
@@ -72,8 +80,9 @@ size_t egress_sandbox_env(struct egress *e, struct exec_env *out, size_t max);
  * newline), or NULL when there were none. Owned (free()). */
 char *egress_take_notes(struct egress *e, uint64_t run);
 
-/* {"mode","proxy","allow":[{"rule","from"}...],"defaults":{"state":"ready"|"resolving",
- * "npm":null|"why not","pip":...},"connections":N,"denied":N} for /health. Owned or NULL. */
+/* {"mode","proxy","allow":[{"rule","from"}...],"defaults":{"state":"ready"|"resolving"|
+ * "waiting"|"off","npm":null|"why not","pip":...},"connections":N,"denied":N} for /health
+ * ("waiting": the discovery is deferred, egress_options.defer_ms). Owned or NULL. */
 cJSON *egress_json(struct egress *e);
 
 /* Pure, for the unit test. Parses a proxy request head (up to and including the blank line):

@@ -411,6 +411,9 @@ static struct proc *start_exec(const struct config *cfg, struct vfs *v, struct c
 
 #define MCP_CONFIG_MAX (1u << 20)
 
+/* How long the npm and pip registries' discovery waits for the external servers to start. */
+#define DISCOVER_DEFER_MS 5000
+
 static const char *env_lookup(const char *name)
 {
     return getenv(name);
@@ -497,6 +500,24 @@ static void publish_console(void *arg, const struct console_entry_view *e)
 
 /* cat: the --tools view of the built-in catalog (NULL: all of it). The daemon serves the same
  * view of its own catalog, whose exec description names the installed programs. */
+/* Waits while the external servers start (at most DISCOVER_DEFER_MS). True when a stop signal
+ * came meanwhile (*sig says which). */
+static bool wait_servers_started(struct registry *r, const sigset_t *stop, int *sig)
+{
+    const struct timespec step = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
+
+    for (int waited = 0; r && waited < DISCOVER_DEFER_MS && registry_connecting(r) > 0;
+         waited += 20) {
+        int s = sigtimedwait(stop, NULL, &step);
+
+        if (s > 0) {
+            *sig = s;
+            return true;
+        }
+    }
+    return false;
+}
+
 static int serve(const struct config *cfg, const struct catalog *cat, struct vfs *v,
                  struct console *console, struct cgroup *cg, const struct caches *caches,
                  struct quota *quota, const sigset_t *stop)
@@ -523,7 +544,8 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
     struct api *a = NULL;
     struct hosttools ht;
     struct catalog *own = probe_tools(&ht, caches->own), *view = NULL;
-    struct egress_options eopt = {.policy = &cfg->net, .defaults = true, .console = console};
+    struct egress_options eopt = {
+        .policy = &cfg->net, .defaults = true, .console = console, .defer_ms = DISCOVER_DEFER_MS};
     struct netglue net = {0};
     int sig = 0;
 
@@ -595,8 +617,14 @@ static int serve(const struct config *cfg, const struct catalog *cat, struct vfs
      * servers start once it is done (or after a second, should it hang). */
     (void)proc_wait_checked(tools.proc, 1000);
     registry_start(tools.registry); /* in the background: nothing above waits for a server */
-    while (sigwait(stop, &sig) != 0)
-        ;
+    /* Then the host's npm and pip registries are read (egress.h: a Node and a Python start),
+     * once the external servers have started or DISCOVER_DEFER_MS passed: on two cores, reading
+     * them beside ten Node servers made the last server ready ~0.3 s later. */
+    if (!wait_servers_started(tools.registry, stop, &sig)) {
+        egress_discover_now(net.egress);
+        while (sigwait(stop, &sig) != 0)
+            ;
+    }
     log_info("runboxd: %s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     console_appendf(console, CONSOLE_INFO, CONSOLE_SRC_DAEMON, 0, "runboxd shutting down (%s)",
                     sig == SIGINT ? "SIGINT" : "SIGTERM");

@@ -749,6 +749,17 @@ static enum mcpclient_state served_state(struct registry *r, const struct regist
     return st == MCPCLIENT_READY && !h->ready[i] ? MCPCLIENT_CONNECTING : st;
 }
 
+size_t registry_connecting(struct registry *r)
+{
+    struct registry_hold *h = take_hold(r);
+    size_t n = 0;
+
+    for (size_t i = 0; i < r->n; i++)
+        n += served_state(r, h, i) == MCPCLIENT_CONNECTING;
+    registry_unhold(h);
+    return n;
+}
+
 cJSON *registry_status_json(struct registry *r)
 {
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "servers");

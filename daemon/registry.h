@@ -153,6 +153,10 @@ void registry_unhold(struct registry_hold *h); /* NULL is a no-op */
 int registry_run(struct registry *r, struct call *c, const struct catalog_tool *tool,
                  const cJSON *args, struct tools_result *out, struct errinfo *err);
 
+/* How many enabled servers are connecting (starting, or between their handshake and the first
+ * snapshot that serves their tools): 0 once every one is ready or failed. */
+size_t registry_connecting(struct registry *r);
+
 /* {"servers":[{name, state, transport, protocol, tools, resources, prompts, last_error,
  * last_error_at, restarts, ...}]} for GET /mcp-servers and the mcp_servers tool. Owned. */
 cJSON *registry_status_json(struct registry *r);

@@ -122,7 +122,7 @@ static void print_network(const cJSON *h)
     }
     /* Right after start the defaults (the registries npm and pip use) may still be being read. */
     state = str_of(cJSON_GetObjectItemCaseSensitive(eg, "defaults"), "state");
-    if (state && strcmp(state, "resolving") == 0)
+    if (state && (strcmp(state, "resolving") == 0 || strcmp(state, "waiting") == 0))
         printf("%s\n", n ? ", and the registries npm and pip use (being read)"
                          : " the registries npm and pip use (being read)");
     else

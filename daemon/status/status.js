@@ -128,7 +128,7 @@ function showNetwork(h) {
   const rules = (eg.allow || []).map((r) => (typeof r === 'string' ? r : r.rule));
   // Right after runboxd starts, the registries npm and pip use may still be being read: they
   // join the list at a later refresh.
-  const reading = (eg.defaults || {}).state === 'resolving';
+  const reading = ['resolving', 'waiting'].includes((eg.defaults || {}).state);
   box.dataset.defaults = (eg.defaults || {}).state || '';
   box.replaceChildren(
     el('p', {}, "Only through runboxd's egress proxy, to:"),

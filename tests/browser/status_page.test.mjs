@@ -59,7 +59,7 @@ describe('the status page', () => {
     // npm and pip use, read in the background after start) is known; until then it says so.
     const settled = await until('the default allow list is read', async () => {
       const eg = (await d.get('/health')).body.sandbox.egress;
-      return (!eg || eg.defaults.state !== 'resolving') && { eg };
+      return (!eg || !['resolving', 'waiting'].includes(eg.defaults.state)) && { eg };
     });
     const eg = settled.eg;
     const mode = eg ? eg.mode : (h.allow_network ? 'full' : 'none');

@@ -48,7 +48,7 @@ describe('against a running daemon', () => {
     // The allow list's defaults (the registries npm and pip use) are read after the start:
     // compare once they are in, so that /health and the CLI see the same list.
     await until('the egress defaults are read', async () =>
-      (await d.get('/health')).body.sandbox.egress?.defaults?.state !== 'resolving');
+      !['resolving', 'waiting'].includes((await d.get('/health')).body.sandbox.egress?.defaults?.state));
     const h = (await d.get('/health')).body;
     const r = await cli(['status'], env);
     assert.equal(r.code, 0, r.stderr);

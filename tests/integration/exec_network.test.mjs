@@ -6,7 +6,7 @@
 // addresses are refused unless a rule names the host exactly.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,7 +58,7 @@ describe('exec network: default policy (proxy, registries only)', () => {
     let e;
     for (;;) {
       e = (await d.get('/health')).body.sandbox.egress;
-      if (e.defaults.state !== 'resolving') break;
+      if (!['resolving', 'waiting'].includes(e.defaults.state)) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(e.mode, 'proxy');
@@ -151,12 +151,40 @@ describe('exec network: the registries are learnt while the daemon serves', () =
 
   test('/health answers while npm is still being asked, and exec waits for the list', async () => {
     const first = (await d.get('/health')).body.sandbox.egress;
-    assert.equal(first.defaults.state, 'resolving', JSON.stringify(first));
+    assert.ok(['resolving', 'waiting'].includes(first.defaults.state), JSON.stringify(first));
     const r = await run(d, 'echo ran');
     assert.equal(r.stdout, 'ran\n');
     const e = (await d.get('/health')).body.sandbox.egress;
     assert.equal(e.defaults.state, 'ready', JSON.stringify(e));
     assert.match(e.defaults.npm, /npm config list --json failed/);
+  });
+});
+
+// The discovery starts Node (npm) and Python: while the external MCP servers of the config start,
+// it waits (at most 5 s), unless a command needs the list first. A server that never answers
+// its initialize keeps it waiting here; the command starts it and gets the list.
+describe('exec network: the registries wait while the external servers start', () => {
+  let d, dir;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'runboxd-defer-'));
+    chmodSync(dir, 0o755);
+    const cfg = path.join(dir, 'config.json');
+    writeFileSync(cfg, JSON.stringify({ mcpServers: { silent: { command: 'sleep', args: ['600'] } } }));
+    d = await startDaemon({ args: ['--config', cfg] });
+  });
+  after(async () => { await d.stop(); rmSync(dir, { recursive: true, force: true }); });
+
+  test('/health says waiting while a server starts; a command starts the discovery and gets the list',
+       async () => {
+    const first = (await d.get('/health')).body;
+    assert.equal(first.mcp_servers.servers.silent, 'connecting', JSON.stringify(first.mcp_servers));
+    assert.equal(first.sandbox.egress.defaults.state, 'waiting', JSON.stringify(first.sandbox.egress));
+    const r = await run(d, 'echo ran');
+    assert.equal(r.stdout, 'ran\n');
+    const e = (await d.get('/health')).body.sandbox.egress;
+    assert.equal(e.defaults.state, 'ready', JSON.stringify(e));
+    assert.ok(e.allow.some((x) => x.from === 'npm config' || x.from === 'pip config') ||
+              e.defaults.npm !== null, JSON.stringify(e));
   });
 });
 
