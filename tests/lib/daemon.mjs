@@ -204,6 +204,11 @@ export async function startDaemon({ workspace, args = [], env = {}, token } = {}
           child.ref();
           if (child.exitCode === null && child.signalCode === null) child.kill(signal);
           const res = await waitExit(child);
+          // A sanitizer report by runboxd or by a child of it before its exec (a run's setup
+          // process exits 66, TSan's code, and says nothing else) is in runboxd's stderr: shown,
+          // so that the test's failure says what happened.
+          const at = stderr.search(/WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error: /);
+          if (at >= 0) process.stderr.write(`runboxd ${child.pid}'s stderr has a sanitizer report:\n${stderr.slice(Math.max(0, at - 200), at + 6000)}\n`);
           // tmpRoot holds the config dir and, when the helper made it, the workspace.
           rmSync(tmpRoot, { recursive: true, force: true });
           return res;
