@@ -108,7 +108,7 @@ for b in $builds; do
                 la=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
                 (cd "$root/$b" && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
                     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-                    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp \
+                    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
                     ctest --output-on-failure --no-tests=error --schedule-random -j "$j" \
                     $(labels_of "$b")) >"$log" 2>&1
                 rc=$?

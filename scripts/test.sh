@@ -134,9 +134,9 @@ stage_tsan_build() {
 # concurrent streams, listen subscriptions and cancellations drive the MCP library's threads
 # (about 30 s; after the others, so that they add no load to integration's timed checks).
 stage_tsan_test() {
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp run_ctest "$root/build-tsan" \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest "$root/build-tsan" \
         -L 'unit|integration'
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp run_ctest "$root/build-tsan" \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest "$root/build-tsan" \
         -L conformance
 }
 
