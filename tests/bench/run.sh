@@ -300,26 +300,30 @@ READ_ARGS='{"path":"/a.txt"}'
 # bench KIND ROUND: KIND is floor | ref | runbox; appends one JSON line (with "round") to MCP_OUT
 bench() {
   local kind="$1" round="$2" attempt tmp="$TMP/bench.json" other label expect
-  local cmd=() extra=()
+  local cmd=() extra=() envp=()
   for attempt in $(seq 0 "$MAX_RETRIES"); do
     wait_quiet
     gauge_start
-    extra=()
+    extra=() envp=()
     case "$kind" in
       floor) label="$LABEL_FLOOR"; expect=xxxx; cmd=("$ECHO_C" 4096) ;;
       ref)
         label="$LABEL_REF"; expect=abcdef
         start_peer || { log "reference daemon did not start"; return 1; }
         extra=(--extra-pid "$PEER_PID")
-        cmd=(env "DAEMON_URL=$PEER_URL" node "$PEERS_DIR/peer-rbxgenie/proxy.mjs") ;;
+        envp=(env "DAEMON_URL=$PEER_URL")
+        cmd=(node "$PEERS_DIR/peer-rbxgenie/proxy.mjs") ;;
       runbox)
         label="$LABEL_RUNBOX"; expect=abcdef
         start_runboxd || { log "runboxd did not start (log: $RESULTS_DIR/runboxd.log)"; return 1; }
         extra=(--extra-pid "$RBD_PID")
-        cmd=(env -u RUNBOX_TOKEN -u RUNBOX_LOG "DAEMON_URL=$RBD_URL" "$RUNBOX") ;;
+        envp=(env -u RUNBOX_TOKEN -u RUNBOX_LOG "DAEMON_URL=$RBD_URL")
+        cmd=("$RUNBOX") ;;
     esac
+    # The environment is set for mcp-bench, which passes it on: the command it spawns and times
+    # is the server itself, as for the floor (spawning env first timed a second exec).
     log "round $round: $label (machine ${QUIET_SEEN}% busy before)"
-    if ! run_child node "$BENCH" --label "$label" --calls "$CALLS" --warmup "$WARMUP" --inflight "$INFLIGHT" \
+    if ! run_child "${envp[@]}" node "$BENCH" --label "$label" --calls "$CALLS" --warmup "$WARMUP" --inflight "$INFLIGHT" \
         --tool read_file --args "$READ_ARGS" --expect "$expect" "${extra[@]}" -- "${cmd[@]}" >"$tmp"; then
       log "FAILED: $label: $(head -c 600 "$tmp")"
     fi
