@@ -498,8 +498,6 @@ static void publish_console(void *arg, const struct console_entry_view *e)
     events_publish_console(arg, e);
 }
 
-/* cat: the --tools view of the built-in catalog (NULL: all of it). The daemon serves the same
- * view of its own catalog, whose exec description names the installed programs. */
 /* Waits while the external servers start (at most DISCOVER_DEFER_MS). True when a stop signal
  * came meanwhile (*sig says which). */
 static bool wait_servers_started(struct registry *r, const sigset_t *stop, int *sig)
@@ -518,6 +516,8 @@ static bool wait_servers_started(struct registry *r, const sigset_t *stop, int *
     return false;
 }
 
+/* cat: the --tools view of the built-in catalog (NULL: all of it). The daemon serves the same
+ * view of its own catalog, whose exec description names the installed programs. */
 static int serve(const struct config *cfg, const struct catalog *cat, struct vfs *v,
                  struct console *console, struct cgroup *cg, const struct caches *caches,
                  struct quota *quota, const sigset_t *stop)
