@@ -266,6 +266,8 @@ size_t vfs_regex_literal(const char *re, bool icase, char *best, char *cur)
 
         if (p[0] == '\\' && p[1] == 'Q') {
             p = add_quoted(&r, p + 2);
+        } else if (p[0] == '\\' && p[1] == 'E') {
+            p += 2; /* a lone \E is nothing: in "ab\E?" the '?' makes the 'b' optional */
         } else if (*p == '\\') {
             p = skip_escape(p, &lit, &n);
             if (n)

@@ -222,6 +222,10 @@ START_TEST(test_vfs_search_prefilter_reads_pcre)
     run((struct vfs_search_opts){
         .query = "[\\Q\\E^\\E]a]yz", .regex = true, .case_sensitive = true});
     ck_assert_str_eq(res.text, "/e.txt:3: xyz\n");
+    /* A lone "\\E" is nothing, so the '?' after it makes the last '3' optional: "A42433" is
+     * not required. */
+    run((struct vfs_search_opts){.query = "A42433\\E?$", .regex = true, .case_sensitive = true});
+    ck_assert_str_eq(res.text, "/e.txt:1: A4243\n");
     /* "\\c]" is one character (0x1d): its ']' does not end the class. */
     run((struct vfs_search_opts){.query = "[\\c]x]yz", .regex = true, .case_sensitive = true});
     ck_assert_str_eq(res.text, "/e.txt:3: xyz\n");
