@@ -30,6 +30,7 @@
 
 #include <civetweb.h>
 
+#include "clocks.h"
 #include "log.h"
 #include "mcp_http_int.h"
 
@@ -89,14 +90,6 @@ static bool claim_ok;
 
 static int kick_signal; /* the real-time signal that interrupts a worker's read; 0: none */
 static pthread_once_t kick_once = PTHREAD_ONCE_INIT;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_kick(int sig)
 {
@@ -250,8 +243,7 @@ static void wait_until(struct http_guard *g, int64_t when)
     if (when == INT64_MAX) {
         pthread_cond_wait(&g->wake, &g->mu);
     } else {
-        ts.tv_sec = (time_t)(when / 1000);
-        ts.tv_nsec = (long)(when % 1000) * 1000000;
+        ts = clocks_at(when);
         pthread_cond_timedwait(&g->wake, &g->mu, &ts);
     }
     g->next_wake = INT64_MAX;
@@ -263,7 +255,7 @@ static void *watchdog(void *arg)
 
     pthread_mutex_lock(&g->mu);
     while (!g->stop)
-        wait_until(g, sweep(g, now_ms()));
+        wait_until(g, sweep(g, clocks_mono_ms()));
     pthread_mutex_unlock(&g->mu);
     return NULL;
 }
@@ -274,7 +266,6 @@ struct http_guard *http_guard_new(const struct http_guard_options *opt, struct e
 {
     int workers = opt->workers > 0 ? opt->workers : 1;
     struct http_guard *g = calloc(1, sizeof(*g) + (size_t)workers * sizeof(struct slot));
-    pthread_condattr_t ca;
 
     if (!g) {
         errinfo_set(err, ERR_NOMEM, "out of memory for the HTTP deadlines");
@@ -290,10 +281,7 @@ struct http_guard *http_guard_new(const struct http_guard_options *opt, struct e
     for (int i = 0; i < workers; i++)
         g->slots[i].g = g;
     pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    clocks_cond_init(&g->wake);
     if (pthread_create(&g->thread, NULL, watchdog, g) != 0) {
         errinfo_set(err, ERR_NOMEM, "cannot start the HTTP deadline thread");
         http_guard_free(g);
@@ -324,7 +312,7 @@ void http_guard_free(struct http_guard *g)
 void http_guard_conn_open(struct http_guard *g, const struct mg_connection *conn)
 {
     struct slot *s = own_slot(g);
-    int64_t now = now_ms();
+    int64_t now = clocks_mono_ms();
 
     (void)conn; /* civetweb tells nothing about it yet (mg_get_request_info() is NULL) */
     if (!s)
@@ -350,7 +338,7 @@ int http_guard_begin(struct http_guard *g, struct mg_connection *conn, struct er
     const struct mg_request_info *ri = mg_get_request_info(conn);
     struct slot *s = own_slot(g);
     bool chunked = mg_get_header(conn, "Transfer-Encoding") != NULL;
-    int64_t now = now_ms();
+    int64_t now = clocks_mono_ms();
     bool late = false;
 
     if (s) {
@@ -374,7 +362,7 @@ int http_guard_begin(struct http_guard *g, struct mg_connection *conn, struct er
 void http_guard_request_done(struct http_guard *g, struct mg_connection *conn)
 {
     struct slot *s = own_slot(g);
-    int64_t now = now_ms();
+    int64_t now = clocks_mono_ms();
     bool expired;
 
     if (!s)
@@ -486,7 +474,7 @@ void http_guard_drain(struct mg_connection *conn)
 
     mg_disable_connection_keep_alive(conn);
     if (s) {
-        int64_t now = now_ms();
+        int64_t now = clocks_mono_ms();
 
         end = now + HTTP_GUARD_DRAIN_MS;
         pthread_mutex_lock(&s->g->mu);
@@ -505,7 +493,7 @@ void http_guard_drain(struct mg_connection *conn)
         if (s) {
             pthread_mutex_lock(&s->g->mu);
             if (!atomic_load(&s->expired))
-                arm_drain(s, now_ms(), end);
+                arm_drain(s, clocks_mono_ms(), end);
             pthread_mutex_unlock(&s->g->mu);
         }
     }
@@ -522,7 +510,7 @@ int http_guard_error_text(const struct mg_connection *conn, int status, const ch
     const char *max = mg_get_option(mg_get_context(conn), "max_request_size");
     struct slot *s = tls_slot();
     struct errinfo err = {0};
-    int64_t waited = s ? now_ms() - s->since : 0;
+    int64_t waited = s ? clocks_mono_ms() - s->since : 0;
 
     if (!msg)
         msg = "";

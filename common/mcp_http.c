@@ -35,6 +35,7 @@
 
 #include <civetweb.h>
 
+#include "clocks.h"
 #include "http_guard.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
@@ -50,14 +51,6 @@
 
 static const char *const legacy_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
                                               "2025-11-25"};
-
-int64_t mcp_http__now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- writing HTTP ---- */
 
@@ -152,14 +145,9 @@ static int write_chunk(struct mg_connection *conn, const char *a, size_t alen, c
 static void stream_init(struct hstream *st, struct mg_connection *conn, bool modern,
                         size_t queue_max)
 {
-    pthread_condattr_t ca;
-
     memset(st, 0, sizeof(*st));
     pthread_mutex_init(&st->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&st->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clocks_cond_init(&st->cond);
     st->conn = conn;
     st->owner = pthread_self();
     st->modern = modern;
@@ -396,7 +384,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
         stream_end(h, st);
         return;
     }
-    next_ping = mcp_http__now_ms() + keepalive;
+    next_ping = clocks_mono_ms() + keepalive;
     stream_watch(h, st);
     stream_list(h, st);
     pthread_mutex_lock(&st->mu);
@@ -429,7 +417,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
         }
         if (st->done || st->dead || st->session_ended || atomic_load(&h->closing))
             break;
-        now = mcp_http__now_ms();
+        now = clocks_mono_ms();
         /* Every SSE stream gets comments while it idles: a client that left shows up as a
          * failed write even where nothing watches its connection. */
         if ((long_lived || st->mode == ST_SSE) && now >= next_ping) {
@@ -441,17 +429,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
             pthread_mutex_lock(&st->mu);
             continue;
         }
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        {
-            int64_t wait = next_ping - now;
-
-            ts.tv_sec += (time_t)(wait / 1000);
-            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-        }
+        ts = clocks_at(next_ping);
         pthread_cond_timedwait(&st->cond, &st->mu, &ts);
     }
     pthread_mutex_unlock(&st->mu);
@@ -531,7 +509,7 @@ static void random_id(char out[MCP_HTTP_ID_LEN + 1])
 
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
         /* No kernel randomness (which should not happen): time and address still differ. */
-        uint64_t t = (uint64_t)mcp_http__now_ms() ^ (uint64_t)(uintptr_t)out;
+        uint64_t t = (uint64_t)clocks_mono_ms() ^ (uint64_t)(uintptr_t)out;
 
         for (size_t i = 0; i < sizeof(raw); i++)
             raw[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)(i * 37);
@@ -555,7 +533,7 @@ struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsig
     hs->h = h;
     hs->kind = kind;
     random_id(hs->id);
-    hs->last_used_ms = mcp_http__now_ms();
+    hs->last_used_ms = clocks_mono_ms();
     pthread_mutex_init(&hs->mu, NULL);
     hs->ms = mcp_session_new(h->opt.server, &hsess_transport, hs, mflags, err);
     if (!hs->ms) {
@@ -631,7 +609,7 @@ static struct hsess *take_least_used(struct mcp_http *h)
 int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err)
 {
     struct hsess *expired, *evicted = NULL;
-    int64_t now = mcp_http__now_ms();
+    int64_t now = clocks_mono_ms();
     int rc = 0;
 
     pthread_mutex_lock(&h->mu);
@@ -711,7 +689,7 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs)
 static struct hsess *session_get(struct mcp_http *h, const char *id)
 {
     struct hsess *found = NULL, *expired;
-    int64_t now = mcp_http__now_ms();
+    int64_t now = clocks_mono_ms();
 
     pthread_mutex_lock(&h->mu);
     expired = take_expired(h, now);
@@ -734,7 +712,7 @@ static void session_put(struct mcp_http *h, struct hsess *hs)
 
     pthread_mutex_lock(&h->mu);
     hs->busy--;
-    hs->last_used_ms = mcp_http__now_ms();
+    hs->last_used_ms = clocks_mono_ms();
     close = hs->busy == 0 && hs->ending;
     pthread_mutex_unlock(&h->mu);
     if (close)

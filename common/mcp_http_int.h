@@ -111,9 +111,6 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
  * that moment, and its next request fails ("fetch failed" in undici). Returns buf or a literal. */
 const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size);
 
-/* The current time on CLOCK_MONOTONIC, ms. */
-int64_t mcp_http__now_ms(void);
-
 /* ---- mcp_http_checks.c ---- */
 
 struct mg_request_info;

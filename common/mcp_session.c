@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clocks.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "utf8.h"
@@ -195,7 +196,6 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv, const struct mcp_tra
                                     void *ctx, unsigned flags, struct errinfo *err)
 {
     struct mcp_session *s = calloc(1, sizeof(*s));
-    pthread_condattr_t ca;
 
     if (!s || !(s->client_caps = cJSON_CreateObject()) || !(s->subscribed = cJSON_CreateArray())) {
         if (s) {
@@ -213,10 +213,7 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv, const struct mcp_tra
     s->log_level = -1;
     atomic_init(&s->refs, 1);
     pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clocks_cond_init(&s->cond);
     mcp__server_attach(srv, s);
     return s;
 }

@@ -32,6 +32,7 @@
 
 #include "call.h"
 #include "catalog.h"
+#include "clocks.h"
 #include "connwatch.h"
 #include "console.h"
 #include "http_guard.h"
@@ -71,7 +72,7 @@ struct api {
     struct http_guard *guard;   /* owned: deadlines for request heads and bodies */
     struct status_page *page;   /* owned: GET / and its browser rules */
     int threads;                /* civetweb workers */
-    struct timespec started;    /* CLOCK_MONOTONIC at api_start, for /health's uptime_ms */
+    int64_t started_ms;         /* clocks_mono_ms() at api_start, for /health's uptime_ms */
 };
 
 /* ---- responses ---- */
@@ -371,17 +372,14 @@ static int handle_health(struct api *a, struct mg_connection *conn)
 {
     struct jsonbuf b;
     char head[192];
-    struct timespec now;
     int n, rc = 0;
 
-    clock_gettime(CLOCK_MONOTONIC, &now);
     jsonbuf_init(&b, 1u << 16);
     n = snprintf(head, sizeof(head),
                  "{\"ok\":true,\"service\":\"runboxd\",\"version\":\"%s\",\"pid\":%ld,"
                  "\"port\":%d,\"uptime_ms\":%lld,\"workspace\":",
                  RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port),
-                 (long long)(now.tv_sec - a->started.tv_sec) * 1000 +
-                     (now.tv_nsec - a->started.tv_nsec) / 1000000);
+                 (long long)(clocks_mono_ms() - a->started_ms));
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= jsonbuf_put_json_string(&b, a->workspace, strlen(a->workspace), NULL);
     n = snprintf(head, sizeof(head),
@@ -1243,7 +1241,7 @@ struct api *api_start(const struct api_options *opt, struct errinfo *err)
         return NULL;
     }
     snprintf(a->bind, sizeof(a->bind), "%s", opt->bind);
-    clock_gettime(CLOCK_MONOTONIC, &a->started);
+    a->started_ms = clocks_mono_ms();
     atomic_init(&a->port, opt->port);
     a->token = opt->token ? strdup(opt->token) : NULL;
     a->workspace = strdup(opt->workspace);

@@ -25,6 +25,7 @@
 
 #include "api.h"
 #include "call.h"
+#include "clocks.h"
 #include "connwatch.h"
 #include "console.h"
 #include "events.h"
@@ -418,8 +419,7 @@ static void pump(struct api_events *ae, struct mg_connection *conn, struct strea
         bool stopping;
         int rc = 0;
 
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += API_EVENTS_KEEPALIVE_S;
+        until = clocks_deadline((int64_t)API_EVENTS_KEEPALIVE_S * 1000);
         for (;;) {
             stopping = atomic_load(&ae->stopping);
             if (s->head || s->dropped || s->gone || stopping)
@@ -481,7 +481,7 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
         return api_send_error(conn, 503, "out of memory", NULL, NULL);
     s->ae = ae;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cond, NULL);
+    clocks_cond_init(&s->cond);
     status = parse_query(ae, conn, s, &has_since, &since, &since_ts, msg, sizeof(msg));
     if (status) {
         stream_free(s);

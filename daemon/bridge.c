@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "log.h"
 #include "opcache.h"
 
@@ -128,11 +129,8 @@ struct bridge {
 
 static int64_t mono_ms(void *arg)
 {
-    struct timespec ts;
-
     (void)arg;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clocks_mono_ms();
 }
 
 static int64_t now_ms(const struct bridge *b)
@@ -151,28 +149,8 @@ static bool wait_until(struct bridge *b, pthread_cond_t *cond, int64_t until)
 
     if (left <= 0)
         return true;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(left / 1000);
-    ts.tv_nsec += (long)(left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    ts = clocks_deadline(left);
     return pthread_cond_timedwait(cond, &b->mu, &ts) == ETIMEDOUT;
-}
-
-static int cond_init_mono(pthread_cond_t *c)
-{
-    pthread_condattr_t attr;
-    int rc;
-
-    if (pthread_condattr_init(&attr) != 0)
-        return -1;
-    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    if (rc == 0)
-        rc = pthread_cond_init(c, &attr);
-    pthread_condattr_destroy(&attr);
-    return rc == 0 ? 0 : -1;
 }
 
 /* ---- life ---- */
@@ -197,7 +175,7 @@ struct bridge *bridge_new(const struct bridge_options *opt, struct errinfo *err)
         errinfo_set(err, ERR_INTERNAL, "cannot create the Studio bridge's lock");
         return NULL;
     }
-    if (cond_init_mono(&b->poll_cond) < 0) {
+    if (clocks_cond_init(&b->poll_cond) != 0) {
         pthread_mutex_destroy(&b->mu);
         free(b);
         errinfo_set(err, ERR_INTERNAL, "cannot create the Studio bridge's condition variable");
@@ -679,7 +657,7 @@ static struct cmd *new_cmd(const char *id, const char *client, const char *tool,
     snprintf(c->client, sizeof(c->client), "%s", client ? client : "");
     c->tool = strdup(tool);
     c->args_json = args ? cJSON_PrintUnformatted(args) : strdup("{}");
-    if (!c->tool || !c->args_json || cond_init_mono(&c->cond) < 0) {
+    if (!c->tool || !c->args_json || clocks_cond_init(&c->cond) != 0) {
         free(c->tool);
         free(c->args_json);
         free(c);

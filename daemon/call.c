@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bridge.h"
+#include "clocks.h"
 #include "console.h"
 #include "events.h"
 #include "log.h"
@@ -152,14 +153,6 @@ void call_unfollow_run(struct call *c)
 
 /* ---- the progress ticker ---- */
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Once a second, every ticking call that its work did not report on for a second hears how
  * long it has been going. The sink runs under tick_mu, so that tick_remove() waits for it. */
 static void *ticker(void *arg)
@@ -169,7 +162,7 @@ static void *ticker(void *arg)
 
     pthread_mutex_lock(&svc->tick_mu);
     while (!svc->tick_stop) {
-        int64_t now = mono_ms();
+        int64_t now = clocks_mono_ms();
 
         for (struct call *c = svc->ticking; c; c = c->next_ticking) {
             char msg[160];
@@ -185,8 +178,7 @@ static void *ticker(void *arg)
             c->progress(c->progress_ctx, (double)secs, 0, msg);
             c->reported_ms = now;
         }
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
+        until = clocks_deadline(1000);
         pthread_cond_timedwait(&svc->tick_cond, &svc->tick_mu, &until);
     }
     pthread_mutex_unlock(&svc->tick_mu);
@@ -200,7 +192,7 @@ static void tick_add(struct call *c)
     pthread_mutex_lock(&svc->tick_mu);
     if (!svc->tick_started && !svc->tick_stop)
         svc->tick_started = pthread_create(&svc->tick_thread, NULL, ticker, svc) == 0;
-    c->started_ms = c->reported_ms = mono_ms();
+    c->started_ms = c->reported_ms = clocks_mono_ms();
     c->ticking = true;
     c->next_ticking = svc->ticking;
     svc->ticking = c;
@@ -247,7 +239,7 @@ struct call_service *call_service_new(const struct call_service_options *opt, st
     atomic_init(&svc->next_id, 1);
     pthread_mutex_init(&svc->logs_mu, NULL);
     pthread_mutex_init(&svc->tick_mu, NULL);
-    pthread_cond_init(&svc->tick_cond, NULL);
+    clocks_cond_init(&svc->tick_cond);
     svc->listen = -1;
     if (opt->tools && opt->tools->events) {
         svc->listen = events_listen(opt->tools->events, EVENTS_CONSOLE, on_console, svc, err);
@@ -531,7 +523,7 @@ void call_progress(struct call *c, double progress, double total, const char *me
     if (c->ticking) {
         /* Serialized with the ticker's reports: the sink sees one report at a time. */
         pthread_mutex_lock(&c->svc->tick_mu);
-        c->reported_ms = mono_ms();
+        c->reported_ms = clocks_mono_ms();
         c->progress(c->progress_ctx, progress, total, message);
         pthread_mutex_unlock(&c->svc->tick_mu);
         return;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "jsonbuf.h"
 #include "utf8.h"
 
@@ -187,14 +188,6 @@ static char *clean_copy(const char *msg, size_t len, size_t *out_len)
     return fit ? fit : buf;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 uint64_t console_append(struct console *c, enum console_level level, enum console_source src,
                         uint64_t pid, const char *instance, int64_t ts_ms, const char *msg,
                         size_t len)
@@ -207,7 +200,7 @@ uint64_t console_append(struct console *c, enum console_level level, enum consol
     /* Copy and clean outside the lock; only the ring update is serialized. */
     e.msg = clean_copy(msg, len, &e.len);
     e.instance = instance ? strdup(instance) : NULL;
-    e.ts_ms = ts_ms ? ts_ms : now_ms();
+    e.ts_ms = ts_ms ? ts_ms : clocks_wall_ms();
     pthread_mutex_lock(&c->lock);
     id = c->next_id++;
     if (!e.msg || (instance && !e.instance)) {

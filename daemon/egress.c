@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "console.h"
 #include "log.h"
 #include "netio.h"
@@ -355,10 +356,8 @@ static const struct netpolicy_rule *match(struct egress *e, const char *host, ui
                                           struct netpolicy_rule *copy, char *rules, size_t rulessz)
 {
     const struct netpolicy_rule *r;
-    struct timespec ts;
+    struct timespec ts = clocks_deadline(DEFAULTS_WAIT_MS);
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += DEFAULTS_WAIT_MS / 1000;
     pthread_mutex_lock(&e->lock);
     need_defaults(e);
     while (!e->defaults_ready && !e->stopping)
@@ -667,16 +666,9 @@ static void *discover_main(void *arg)
     struct egress *e = arg;
     struct registries *r = malloc(sizeof(*r));
     char tools_path[512];
-    struct timespec until;
+    struct timespec until = clocks_deadline(e->defer_ms);
     bool stop;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += e->defer_ms / 1000;
-    until.tv_nsec += (long)(e->defer_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&e->lock);
     while (!e->discover_go && !e->stopping)
         if (pthread_cond_timedwait(&e->cond, &e->lock, &until) == ETIMEDOUT)
@@ -713,7 +705,6 @@ static void *discover_main(void *arg)
 struct egress *egress_new(const struct egress_options *opt, struct errinfo *err)
 {
     struct egress *e = calloc(1, sizeof(*e));
-    pthread_condattr_t ca;
 
     if (!e) {
         errinfo_set(err, ERR_NOMEM, "egress: out of memory");
@@ -721,10 +712,7 @@ struct egress *egress_new(const struct egress_options *opt, struct errinfo *err)
     }
     e->wake[0] = e->wake[1] = -1;
     pthread_mutex_init(&e->lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&e->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clocks_cond_init(&e->cond);
     e->policy = *opt->policy;
     e->console = opt->console;
     e->want_defaults = opt->defaults && opt->policy->mode == NETPOLICY_PROXY;
@@ -862,11 +850,9 @@ void egress_detach(struct egress *e, uint64_t run)
 
 size_t egress_sandbox_env(struct egress *e, struct exec_env *out, size_t max)
 {
-    struct timespec ts;
+    struct timespec ts = clocks_deadline(DEFAULTS_WAIT_MS);
     size_t n = 0;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += DEFAULTS_WAIT_MS / 1000;
     pthread_mutex_lock(&e->lock);
     need_defaults(e);
     while (!e->defaults_ready && !e->stopping)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "log.h"
 #include "strfmt.h"
 
@@ -60,14 +61,6 @@ static bool find_program(const char *name, const char *path, char *out, size_t o
     }
     out[0] = '\0';
     return false;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* One "prog --version" in flight: its pid, the read end of its output pipe, what it printed. */
@@ -127,14 +120,14 @@ static void read_version(struct version_run *r)
  * each answer into its entry: the slowest program, not their sum, is what a probe costs. */
 static void run_versions(struct version_run *runs, size_t n)
 {
-    int64_t end = mono_ms() + PROBE_TIMEOUT_MS;
+    int64_t end = clocks_mono_ms() + PROBE_TIMEOUT_MS;
 
     for (size_t i = 0; i < n; i++)
         start_version(&runs[i]);
     for (;;) {
         struct pollfd pf[HOSTTOOLS_MAX];
         size_t idx[HOSTTOOLS_MAX], m = 0;
-        int64_t left = end - mono_ms();
+        int64_t left = end - clocks_mono_ms();
 
         for (size_t i = 0; i < n; i++)
             if (runs[i].fd >= 0) {

@@ -12,6 +12,7 @@
  * held only to copy in or out: callbacks into the call service (progress) and the changed
  * callback run without it. */
 #include "mcpclient.h"
+#include "clocks.h"
 #include "mcpclient_int.h"
 
 #include <errno.h>
@@ -109,22 +110,6 @@ struct mcpclient {
 };
 
 /* ---- small helpers ---- */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void wake(struct mcpclient *c)
 {
@@ -443,7 +428,7 @@ static void become_ready(struct mcpclient *c)
 {
     pthread_mutex_lock(&c->mu);
     c->state = MCPCLIENT_READY;
-    c->ready_at = wall_ms();
+    c->ready_at = clocks_wall_ms();
     c->handshake_deadline = 0;
     pthread_mutex_unlock(&c->mu);
     log_info("mcp %s: ready (%s)", c->spec->name, c->protocol);
@@ -511,7 +496,7 @@ static void read_list(struct mcpclient *c, unsigned list, cJSON *acc, int pages,
     if (!acc)
         acc = cJSON_CreateArray();
     p = send_internal(c, list_method(list), params, on_list_page,
-                      c->state == MCPCLIENT_READY ? now_ms() + c->spec->timeout_ms : 0);
+                      c->state == MCPCLIENT_READY ? clocks_mono_ms() + c->spec->timeout_ms : 0);
     if (!p) {
         cJSON_Delete(acc);
         return;
@@ -647,7 +632,7 @@ void mcpclient__opened(struct mcpclient *c)
     cJSON *params = cJSON_CreateObject();
 
     pthread_mutex_lock(&c->mu);
-    c->handshake_deadline = now_ms() + c->spec->timeout_ms;
+    c->handshake_deadline = clocks_mono_ms() + c->spec->timeout_ms;
     pthread_mutex_unlock(&c->mu);
     add_modern_meta(params);
     send_internal(c, "server/discover", params, on_discover, 0);
@@ -942,13 +927,14 @@ bool mcpclient__should_end(struct mcpclient *c, struct errinfo *why)
     bool end;
 
     pthread_mutex_lock(&c->mu);
-    if (!c->handshake_failed && c->handshake_deadline && now_ms() >= c->handshake_deadline) {
+    if (!c->handshake_failed && c->handshake_deadline &&
+        clocks_mono_ms() >= c->handshake_deadline) {
         snprintf(c->handshake_why, sizeof(c->handshake_why),
                  "did not finish initializing within %d ms (timeout_ms)", c->spec->timeout_ms);
         c->handshake_failed = true;
     }
     for (struct pending *p = c->pending; p && !c->handshake_failed; p = p->next) {
-        if (!p->waiter && p->deadline_ms && now_ms() >= p->deadline_ms) {
+        if (!p->waiter && p->deadline_ms && clocks_mono_ms() >= p->deadline_ms) {
             log_warn("mcp %s: a list read took longer than %d ms", c->spec->name,
                      c->spec->timeout_ms);
             p->deadline_ms = 0;
@@ -969,7 +955,7 @@ int mcpclient__poll_ms(struct mcpclient *c)
 
     pthread_mutex_lock(&c->mu);
     if (c->handshake_deadline) {
-        left = c->handshake_deadline - now_ms();
+        left = c->handshake_deadline - clocks_mono_ms();
         if (left < 0)
             left = 0;
         if (left > 1000)
@@ -986,7 +972,7 @@ const char *mcpclient__protocol(struct mcpclient *c)
 
 void mcpclient__stderr_line(struct mcpclient *c, const char *line, size_t len)
 {
-    int64_t t = now_ms();
+    int64_t t = clocks_mono_ms();
     bool keep;
     uint64_t dropped = 0;
 
@@ -1068,16 +1054,9 @@ void mcpclient__set_hint(struct mcpclient *c, int hint)
 
 bool mcpclient__sleep(struct mcpclient *c, int ms)
 {
-    struct timespec ts;
+    struct timespec ts = clocks_deadline(ms);
     bool stopping;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
     pthread_mutex_lock(&c->mu);
     while (!c->stopping && pthread_cond_timedwait(&c->stop_cond, &c->mu, &ts) != ETIMEDOUT)
         ;
@@ -1121,7 +1100,7 @@ static void connection_ended(struct mcpclient *c, const struct errinfo *why)
                      c->spec->name, why->msg, tail);
         else
             snprintf(c->last_error, sizeof(c->last_error), "%s: %s", c->spec->name, why->msg);
-        c->last_error_at = wall_ms();
+        c->last_error_at = clocks_wall_ms();
     }
     while (c->pending) {
         p = c->pending;
@@ -1185,7 +1164,7 @@ static void *thread_main(void *arg)
         if (!errinfo_is_set(&why))
             errinfo_set(&why, ERR_UNAVAILABLE, "the connection ended");
         pthread_mutex_lock(&c->mu);
-        ready_for = c->state == MCPCLIENT_READY ? wall_ms() - c->ready_at : -1;
+        ready_for = c->state == MCPCLIENT_READY ? clocks_wall_ms() - c->ready_at : -1;
         pthread_mutex_unlock(&c->mu);
         connection_ended(c, &why);
         if (ready_for >= READY_STABLE_MS)
@@ -1207,7 +1186,6 @@ static void *thread_main(void *arg)
 struct mcpclient *mcpclient_new(const struct mcpclient_options *opt, struct errinfo *err)
 {
     struct mcpclient *c = calloc(1, sizeof(*c));
-    pthread_condattr_t ca;
 
     if (!c) {
         errinfo_set(err, ERR_NOMEM, "out of memory for an MCP client");
@@ -1223,10 +1201,7 @@ struct mcpclient *mcpclient_new(const struct mcpclient_options *opt, struct erri
     c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     c->direct_fd = -1;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->stop_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clocks_cond_init(&c->stop_cond);
     if (c->wake_fd < 0) {
         errinfo_sys(err, "eventfd for MCP server %s", c->spec->name);
         mcpclient_free(c);
@@ -1345,17 +1320,6 @@ static void cancel_hook(void *arg)
     pthread_mutex_unlock(&p->c->mu);
 }
 
-static void deadline_of(int ms, struct timespec *ts)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
 /* The waiter gave up (deadline, cancellation): tells the server, on the same connection only
  * (mu held). */
 static void abandon_locked(struct mcpclient *c, struct pending *p, const char *reason)
@@ -1376,10 +1340,9 @@ static void abandon_locked(struct mcpclient *c, struct pending *p, const char *r
 static int wait_for(struct mcpclient *c, struct pending *p, const char *method, int timeout_ms,
                     cJSON **result, struct errinfo *err)
 {
-    struct timespec until;
+    struct timespec until = clocks_deadline(timeout_ms);
     int rc = -1;
 
-    deadline_of(timeout_ms, &until);
     pthread_mutex_lock(&c->mu);
     while (!p->done && !p->cancelled &&
            pthread_cond_timedwait(&p->cond, &c->mu, &until) != ETIMEDOUT)
@@ -1411,7 +1374,6 @@ int mcpclient_request(struct mcpclient *c, const char *method, cJSON *params, st
                       int timeout_ms, cJSON **result, struct errinfo *err)
 {
     struct pending *p = calloc(1, sizeof(*p));
-    pthread_condattr_t ca;
     char *text;
     bool sent;
     int rc;
@@ -1424,10 +1386,7 @@ int mcpclient_request(struct mcpclient *c, const char *method, cJSON *params, st
     }
     if (timeout_ms <= 0)
         timeout_ms = c->spec->timeout_ms;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clocks_cond_init(&p->cond);
     p->c = c;
     p->waiter = true;
     p->call = call;

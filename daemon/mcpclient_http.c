@@ -27,6 +27,7 @@
 
 #include <curl/curl.h>
 
+#include "clocks.h"
 #include "dynlib.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -89,14 +90,6 @@ struct conn {
     struct errinfo *why;
     bool ended;
 };
-
-static long mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void end_conn(struct conn *k, enum errinfo_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -533,7 +526,7 @@ static void get_done(struct conn *k, struct xfer *x, CURLcode rc)
         k->get_refused = true; /* no stream for unasked messages: fine */
         return;
     }
-    k->get_retry_at = mono_ms() + GET_RETRY_MS;
+    k->get_retry_at = clocks_mono_ms() + GET_RETRY_MS;
 }
 
 static void reap(struct conn *k)
@@ -600,7 +593,7 @@ static void loop(struct conn *k)
         }
         send_queued(k);
         if (!k->legacy_sse && k->session[0] && !k->get_open && !k->get_refused &&
-            mcpclient__protocol(k->c) && mono_ms() >= k->get_retry_at) {
+            mcpclient__protocol(k->c) && clocks_mono_ms() >= k->get_retry_at) {
             k->get_open = start(k, X_GET, k->spec->url, NULL) != NULL;
         }
         cu->multi_perform(k->multi, &running);
@@ -650,10 +643,10 @@ static void run(struct mcpclient *c, struct errinfo *why)
     if (k.session[0] && !k.legacy_sse) {
         /* Tell the server the session is over (best effort, bounded). */
         int running = 1;
-        long until = mono_ms() + DELETE_WAIT_MS;
+        long until = clocks_mono_ms() + DELETE_WAIT_MS;
 
         start(&k, X_DELETE, k.spec->url, NULL);
-        while (running && mono_ms() < until) {
+        while (running && clocks_mono_ms() < until) {
             cu->multi_perform(k.multi, &running);
             if (running)
                 cu->multi_poll(k.multi, NULL, 0, 100, NULL);

@@ -1,5 +1,6 @@
 /* daemon/netio.c - socket plumbing for egress.c and portfwd.c (see netio.h). */
 #include "netio.h"
+#include "clocks.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -12,14 +13,6 @@
 #include <time.h>
 
 #define RELAY_BUF (64u << 10)
-
-long long netio_mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int netio_write_all(int fd, const char *p, size_t n)
 {
@@ -39,13 +32,13 @@ int netio_write_all(int fd, const char *p, size_t n)
 ssize_t netio_read_head(int fd, char *buf, size_t cap, int timeout_ms, size_t *got,
                         const char **why)
 {
-    long long end = netio_mono_ms() + timeout_ms;
+    long long end = clocks_mono_ms() + timeout_ms;
 
     *got = 0;
     *why = NULL;
     for (;;) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
-        long long left = end - netio_mono_ms();
+        long long left = end - clocks_mono_ms();
         char *eoh;
         ssize_t r;
 

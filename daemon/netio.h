@@ -24,7 +24,4 @@ ssize_t netio_read_head(int fd, char *buf, size_t cap, int timeout_ms, size_t *g
  * half-close (shutdown SHUT_WR); an error ends both. Sets TCP_NODELAY on both (TCP sockets). */
 void netio_relay(int a, int b);
 
-/* A monotonic clock in milliseconds. */
-long long netio_mono_ms(void);
-
 #endif /* DAEMON_NETIO_H */

@@ -6,6 +6,7 @@
  * call while the first runs waits on the ring's condition variable (CLOCK_MONOTONIC), listed as
  * a waiter that opcache_cancel() can end. */
 #include "opcache.h"
+#include "clocks.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,30 +45,14 @@ struct opcache {
     size_t early_next;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct opcache *opcache_new(void)
 {
     struct opcache *o = calloc(1, sizeof(*o));
-    pthread_condattr_t attr;
     int rc;
 
     if (!o)
         return NULL;
-    if (pthread_condattr_init(&attr) != 0) {
-        free(o);
-        return NULL;
-    }
-    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    if (rc == 0)
-        rc = pthread_cond_init(&o->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    rc = clocks_cond_init(&o->cond);
     if (rc != 0 || pthread_mutex_init(&o->mu, NULL) != 0) {
         if (rc == 0)
             pthread_cond_destroy(&o->cond);
@@ -203,7 +188,7 @@ enum opcache_claim opcache_claim(struct opcache *o, const char *tool, const char
                                  const char *call_id, int64_t wait_ms, struct opcache_answer *out)
 {
     char key[KEY_MAX];
-    int64_t until = mono_ms() + wait_ms;
+    int64_t until = clocks_mono_ms() + wait_ms;
     enum opcache_claim res = OPCACHE_RUN;
     struct waiter me = {.call_id = call_id};
     bool listed = false;
@@ -212,7 +197,7 @@ enum opcache_claim opcache_claim(struct opcache *o, const char *tool, const char
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&o->mu);
     for (;;) {
-        int64_t now = mono_ms();
+        int64_t now = clocks_mono_ms();
         struct op *e = find(o, key, now);
         struct timespec ts;
 
@@ -241,8 +226,7 @@ enum opcache_claim opcache_claim(struct opcache *o, const char *tool, const char
             o->waiters = &me;
             listed = true;
         }
-        ts.tv_sec = (time_t)(until / 1000);
-        ts.tv_nsec = (long)(until % 1000) * 1000000L;
+        ts = clocks_at(until);
         (void)pthread_cond_timedwait(&o->cond, &o->mu, &ts);
     }
     if (listed)
@@ -282,11 +266,11 @@ void opcache_finish(struct opcache *o, const char *tool, const char *op,
 
     make_key(key, tool, op);
     pthread_mutex_lock(&o->mu);
-    e = find(o, key, mono_ms());
+    e = find(o, key, clocks_mono_ms());
     if (e && e->state == OP_RUNNING) {
         if (keep && rep->data && copy_answer(&e->ans, rep) == 0) {
             e->state = OP_DONE;
-            e->done_ms = mono_ms();
+            e->done_ms = clocks_mono_ms();
         } else {
             e->state = OP_FREE;
         }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "clocks.h"
 #include "console.h"
 #include "hosttools.h"
 #include "log.h"
@@ -142,7 +143,6 @@ static void wait_checked(struct proc *p)
 struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
 {
     struct proc *p = calloc(1, sizeof(*p));
-    pthread_condattr_t ca;
 
     if (!p) {
         errinfo_set(err, ERR_NOMEM, "out of memory");
@@ -164,11 +164,8 @@ struct proc *proc_new(const struct proc_options *opt, struct errinfo *err)
     p->self = getpid();
     p->next_id = 1;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_cond_init(&p->watch_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clocks_cond_init(&p->cond);
+    clocks_cond_init(&p->watch_cond);
     if (ensure_std_fds() < 0 || pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
         errinfo_sys(err, "exec: cannot set up the supervisor's pipes");
         goto fail;
@@ -284,16 +281,9 @@ bool proc_sandbox_ok(struct proc *p, struct errinfo *why)
 
 bool proc_wait_checked(struct proc *p, int timeout_ms)
 {
-    struct timespec until;
+    struct timespec until = clocks_deadline(timeout_ms);
     bool done;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&p->lock);
     while (!p->checked && !p->stopping)
         if (pthread_cond_timedwait(&p->cond, &p->lock, &until) == ETIMEDOUT)
@@ -476,7 +466,7 @@ static int make_job(struct proc *p, const struct proc_request *r, bool backgroun
     j->in_fd = j->pidfd = j->cg_fd = j->s[0].fd = j->s[1].fd = -1;
     j->background = background;
     j->timeout_ms = r->timeout_ms ? r->timeout_ms : background ? 0 : p->lim.timeout_ms;
-    j->started_ms = proc_wall_ms();
+    j->started_ms = clocks_wall_ms();
     *out = j;
     return 0;
 fail:
@@ -574,7 +564,7 @@ static void recent_lines(const struct job *j, char *buf, size_t size)
 static void wait_run(struct proc *p, struct job *j, const struct proc_request *r)
 {
     char recent[PROC_RECENT_MAX + 1];
-    int64_t next = proc_mono_ms() + 1000;
+    int64_t next = clocks_mono_ms() + 1000;
 
     while (!j->done) {
         struct timespec until;
@@ -584,10 +574,9 @@ static void wait_run(struct proc *p, struct job *j, const struct proc_request *r
             pthread_cond_wait(&p->cond, &p->lock);
             continue;
         }
-        until.tv_sec = (time_t)(next / 1000);
-        until.tv_nsec = (long)(next % 1000) * 1000000L;
+        until = clocks_at(next);
         pthread_cond_timedwait(&p->cond, &p->lock, &until);
-        now = proc_mono_ms();
+        now = clocks_mono_ms();
         if (j->done || now < next)
             continue;
         next = now + 1000;

@@ -181,7 +181,4 @@ struct job *proc_find_job(struct proc *p, uint64_t id);
 /* proc.c: wakes the supervisor (to start queued jobs, recompute deadlines). Any thread. */
 void proc_wake(struct proc *p);
 
-int64_t proc_mono_ms(void);
-int64_t proc_wall_ms(void);
-
 #endif /* DAEMON_PROC_INT_H */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "proc_int.h"
 
 static const char *state_name(const struct job *j)
@@ -65,7 +66,7 @@ cJSON *proc_list_json(struct proc *p)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = root ? cJSON_AddArrayToObject(root, "processes") : NULL;
-    int64_t now = proc_mono_ms();
+    int64_t now = clocks_mono_ms();
     bool ok = arr != NULL;
 
     pthread_mutex_lock(&p->lock);
@@ -94,7 +95,7 @@ int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct 
 {
     struct job *j;
     struct timespec until;
-    int64_t deadline = proc_mono_ms() + PROC_KILL_WAIT_MS_INT;
+    int64_t deadline = clocks_mono_ms() + PROC_KILL_WAIT_MS_INT;
 
     pthread_mutex_lock(&p->lock);
     j = proc_find_job(p, pid);
@@ -116,8 +117,7 @@ int proc_kill(struct proc *p, uint64_t pid, int sig, const char **state, struct 
         j->kill_sig = sig;
     j->waiting++;
     proc_wake(p);
-    until.tv_sec = (time_t)(deadline / 1000);
-    until.tv_nsec = (long)(deadline % 1000) * 1000000L;
+    until = clocks_at(deadline);
     while (!j->done && pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
         ;
     j->waiting--;

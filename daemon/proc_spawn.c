@@ -81,22 +81,6 @@ static const char *step_name(int step)
     }
 }
 
-int64_t proc_mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t proc_wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- in the child (async-signal-safe only) ---- */
 
 static _Noreturn void child_fail(int step)

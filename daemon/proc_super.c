@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "clocks.h"
 #include "console.h"
 #include "log.h"
 #include "quota.h"
@@ -109,7 +110,7 @@ static void stream_lines(struct proc *p, struct job *j, int idx, const char *dat
 static void stream_flush(struct proc *p, struct job *j, int idx)
 {
     if (j->s[idx].line_len)
-        console_line(p, j, idx, j->s[idx].line, j->s[idx].line_len, proc_mono_ms());
+        console_line(p, j, idx, j->s[idx].line, j->s[idx].line_len, clocks_mono_ms());
     j->s[idx].line_len = 0;
 }
 
@@ -157,7 +158,7 @@ static bool stream_read(struct proc *p, struct job *j, int idx)
 {
     char buf[PROC_READ_CHUNK];
     struct proc_stream *s = &j->s[idx];
-    int64_t now = proc_mono_ms();
+    int64_t now = clocks_mono_ms();
 
     for (int rounds = 0; rounds < 16; rounds++) {
         ssize_t n = read(s->fd, buf, sizeof(buf));
@@ -273,7 +274,7 @@ static void end_job(struct proc *p, struct job *j, int status)
 
     j->reaped = true;
     j->end_status = status;
-    j->end_mono = proc_mono_ms();
+    j->end_mono = clocks_mono_ms();
     for (int i = 0; i < 2; i++) {
         /* What is buffered now is the end of it: a writer that outlived bwrap (it should not)
          * must not keep the supervisor here. */
@@ -322,7 +323,7 @@ static void act_on_signal(struct job *j)
         proc_kill_job(j);
         j->kill_at = 0;
     } else if (!j->kill_at) {
-        j->kill_at = proc_mono_ms() + PROC_KILL_GRACE_MS_INT;
+        j->kill_at = clocks_mono_ms() + PROC_KILL_GRACE_MS_INT;
     }
 }
 
@@ -496,7 +497,7 @@ static void take_requests(struct proc *p, struct job *j)
 /* Picks the jobs to start and copies the live ones into r. Lock held. */
 static void take(struct proc *p, struct round *r)
 {
-    int64_t now = proc_mono_ms();
+    int64_t now = clocks_mono_ms();
 
     r->n = r->nlive = 0;
     r->failed = false;
@@ -510,7 +511,7 @@ static void take(struct proc *p, struct round *r)
             p->queued--;
             j->state = JOB_STARTING;
             j->start_mono = now;
-            j->started_ms = proc_wall_ms();
+            j->started_ms = clocks_wall_ms();
             if (j->background)
                 p->running_bg++;
             else
@@ -606,7 +607,7 @@ static void work(struct proc *p, struct round *r)
     }
     build_pollset(p, r);
     /* A job just started is made RUNNING (and its proc_start answered) first. */
-    timeout = started ? 0 : poll_timeout(r, proc_mono_ms());
+    timeout = started ? 0 : poll_timeout(r, clocks_mono_ms());
     /* The cgroups of the runs that just ended, now that their waiters were woken; one still busy
      * for a moment is retried soon. */
     if (cgroup_tidy(p->cg) && (timeout < 0 || timeout > 1))
@@ -616,7 +617,7 @@ static void work(struct proc *p, struct round *r)
     handle_events(p, r);
     for (size_t i = 0; i < r->nlive; i++)
         if (r->live[i]->spawned && !r->live[i]->reaped)
-            check_deadlines(r->live[i], proc_mono_ms());
+            check_deadlines(r->live[i], clocks_mono_ms());
 }
 
 void *proc_supervisor(void *arg)

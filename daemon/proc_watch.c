@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "cgroup.h"
+#include "clocks.h"
 #include "log.h"
 #include "memusage.h"
 #include "quota.h"
@@ -113,8 +114,7 @@ static void request_kills(struct proc *p, const struct target *t, size_t n, bool
 
 static void sleep_until(struct proc *p, int64_t ms)
 {
-    struct timespec until = {.tv_sec = (time_t)(ms / 1000),
-                             .tv_nsec = (long)(ms % 1000) * 1000000L};
+    struct timespec until = clocks_at(ms);
 
     pthread_cond_timedwait(&p->watch_cond, &p->lock, &until);
 }
@@ -144,7 +144,7 @@ void *proc_watchdog(void *arg)
         pthread_mutex_lock(&p->lock);
         request_kills(p, t, n, measured, used, over_quota);
         if (!p->stopping)
-            sleep_until(p, proc_mono_ms() + PROC_WATCH_MS);
+            sleep_until(p, clocks_mono_ms() + PROC_WATCH_MS);
     }
     pthread_mutex_unlock(&p->lock);
     free(t);

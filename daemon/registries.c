@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clocks.h"
 #include "hosttools.h"
 
 #define OUTPUT_MAX (64u << 10)
@@ -41,14 +42,6 @@ static const char pip_probe[] =
     "    sys.stderr.write('pip configuration unreadable: %s' % e)\n"
     "    sys.exit(3)\n";
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Runs argv with the daemon's environment; returns its exit status (-1: could not run or timed
  * out) and its stdout (owned, NUL-terminated) in *out. */
 static int run(char *const argv[], char **out)
@@ -58,7 +51,7 @@ static int run(char *const argv[], char **out)
     char *buf = malloc(OUTPUT_MAX + 1);
     int fds[2], status = -1;
     pid_t pid = -1;
-    int64_t end = mono_ms() + REGISTRIES_TIMEOUT_MS;
+    int64_t end = clocks_mono_ms() + REGISTRIES_TIMEOUT_MS;
 
     *out = NULL;
     if (!buf || pipe2(fds, O_CLOEXEC) < 0) {
@@ -76,7 +69,7 @@ static int run(char *const argv[], char **out)
     close(fds[1]);
     while (pid > 0 && len < OUTPUT_MAX) {
         struct pollfd pf = {.fd = fds[0], .events = POLLIN};
-        int64_t left = end - mono_ms();
+        int64_t left = end - clocks_mono_ms();
         ssize_t r;
 
         if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
@@ -93,7 +86,7 @@ static int run(char *const argv[], char **out)
     if (pid > 0) {
         int st;
 
-        if (mono_ms() >= end)
+        if (clocks_mono_ms() >= end)
             kill(pid, SIGKILL);
         if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
             status = WEXITSTATUS(st);

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "events.h"
 #include "log.h"
 #include "resources.h"
@@ -75,14 +76,6 @@ struct watch {
     int64_t list_last_ms;
     pthread_t thread;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void wake(struct watch *w)
 {
@@ -311,7 +304,7 @@ static void *watch_thread(void *arg)
             pthread_mutex_unlock(&w->mu);
             break;
         }
-        now = now_ms();
+        now = clocks_mono_ms();
         if (pfd[0].revents & POLLIN) {
             ssize_t n;
 
@@ -346,7 +339,7 @@ static void on_console(void *arg, const struct events_event *ev)
     pthread_mutex_lock(&w->mu);
     for (size_t i = 0; i < w->count; i++)
         if (w->entries[i]->kind == ENTRY_CONSOLE) {
-            int64_t now = now_ms();
+            int64_t now = clocks_mono_ms();
             bool was = w->entries[i]->pending;
 
             changed(w, w->entries[i], now);
@@ -464,7 +457,7 @@ void watch_resources_changed(struct watch *w)
         return;
     pthread_mutex_lock(&w->mu);
     was = w->list_pending;
-    list_changed(w, now_ms());
+    list_changed(w, clocks_mono_ms());
     if (w->list_pending && !was)
         wake(w);
     pthread_mutex_unlock(&w->mu);

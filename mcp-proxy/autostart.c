@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "log.h"
 #include "upstream.h"
 
@@ -430,7 +431,7 @@ static void on_health(void *ctx, const struct upstream_reply *reply)
         free(msg);
         return;
     }
-    as->next_probe_ms = upstream_now_ms() + AUTOSTART_POLL_MS;
+    as->next_probe_ms = clocks_mono_ms() + AUTOSTART_POLL_MS;
 }
 
 /* Returns true when the daemon could not be run or has exited (and finishes with the reason:

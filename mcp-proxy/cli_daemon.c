@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "autostart.h"
+#include "clocks.h"
 #include "upstream.h"
 
 static const char start_help[] =
@@ -95,14 +96,6 @@ static void sleep_ms(long ms)
         ;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void print_log_tail(const struct autostart_launch *l)
 {
     char tail[CLI_LOG_TAIL_BYTES];
@@ -127,7 +120,7 @@ static int launch_and_wait(struct cli *c, const char *daemon, const char *const 
     struct autostart_launch l;
     struct errinfo err = {0};
     char lp[PATH_MAX], how[96];
-    int64_t until = mono_ms() + CLI_START_WAIT_MS;
+    int64_t until = clocks_mono_ms() + CLI_START_WAIT_MS;
     long pid = 0;
     int value, st;
 
@@ -148,7 +141,7 @@ static int launch_and_wait(struct cli *c, const char *daemon, const char *const 
             printf("runboxd started at %s (pid %ld); log: %s\n", c->target.base_url, pid, lp);
             return CLI_EXIT_OK;
         }
-        if (mono_ms() > until) {
+        if (clocks_mono_ms() > until) {
             autostart_launch_release(&l);
             cli_err(c, "runboxd was started but did not answer at %s within %ld s",
                     c->target.base_url, CLI_START_WAIT_MS / 1000);
@@ -287,7 +280,7 @@ static bool is_runboxd(long pid)
 /* Waits until pid has exited: a pidfd when the kernel has them, else kill(pid, 0) polling. */
 static bool wait_gone(long pid, long timeout_ms)
 {
-    int64_t until = mono_ms() + timeout_ms;
+    int64_t until = clocks_mono_ms() + timeout_ms;
     int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 
     if (fd >= 0) {
@@ -301,7 +294,7 @@ static bool wait_gone(long pid, long timeout_ms)
         return n > 0;
     }
     while (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
-        if (mono_ms() > until)
+        if (clocks_mono_ms() > until)
             return false;
         sleep_ms(20);
     }

@@ -4,6 +4,7 @@
  * of a body without a length is the end of the connection. Every wait is a poll() on the one
  * socket with what is left of the request's time. */
 #include "cli_http.h"
+#include "clocks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -222,14 +223,6 @@ struct conn {
     struct cli_http_reply *out;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Records the first failure: what (a phrase) and an optional detail after it. */
 static void fail(struct cli_http_reply *out, enum upstream_outcome o, int e, const char *what,
                  const char *detail)
@@ -250,7 +243,7 @@ static int wait_fd(struct conn *c, short events)
         int left = -1, n;
 
         if (c->deadline) {
-            int64_t d = c->deadline - now_ms();
+            int64_t d = c->deadline - clocks_mono_ms();
 
             if (d <= 0) {
                 fail(c->out, UPSTREAM_TIMEOUT, 0, "timed out", NULL);
@@ -662,7 +655,7 @@ void cli_http_do(const struct cli_target *t, const struct cli_http_req *q,
     memset(out, 0, sizeof(*out));
     out->r.outcome = UPSTREAM_ANSWERED; /* until a failure says otherwise */
     if (q->timeout_ms > 0)
-        c.deadline = now_ms() + q->timeout_ms;
+        c.deadline = clocks_mono_ms() + q->timeout_ms;
     if (open_conn(&c, t) == 0 && send_request(&c, t, q) == 0)
         read_response(&c, q);
     if (c.fd >= 0)

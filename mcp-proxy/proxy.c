@@ -26,6 +26,7 @@
 
 #include "autostart.h"
 #include "catalog.h"
+#include "clocks.h"
 #include "jsonbuf.h"
 #include "log.h"
 #include "runbox/mcp.h"
@@ -310,7 +311,7 @@ static void wait_for_daemon(struct proxy *p, struct pcall *pc)
     struct errinfo err = {0};
     char msg[ERRINFO_MSG_MAX + 4200];
 
-    if (autostart_begin(p->as, upstream_now_ms(), &err) == 0) {
+    if (autostart_begin(p->as, clocks_mono_ms(), &err) == 0) {
         enqueue(p, pc);
         return;
     }
@@ -624,7 +625,7 @@ static int wait_events(struct proxy *p, size_t nfds, int timeout_ms, const sigse
 static void run_loop(struct proxy *p, const sigset_t *wait_mask)
 {
     for (;;) {
-        int64_t now = upstream_now_ms();
+        int64_t now = clocks_mono_ms();
         size_t nfds;
         int timeout, follow_ms, tools_ms;
 
@@ -645,7 +646,7 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
             return;
         }
         nfds = build_pollfds(p);
-        now = upstream_now_ms(); /* writing stdout may have taken a while */
+        now = clocks_mono_ms(); /* writing stdout may have taken a while */
         timeout = min_timeout(upstream_timeout_ms(p->up, now), autostart_timeout_ms(p->as, now));
         timeout = min_timeout(min_timeout(timeout, follow_ms), tools_ms);
         if (wait_events(p, nfds, timeout, wait_mask) < 0) {
@@ -656,7 +657,7 @@ static void run_loop(struct proxy *p, const sigset_t *wait_mask)
         }
         if (!p->in_eof && p->fds[0].revents)
             read_input(p);
-        upstream_dispatch(p->up, p->fds + 1, nfds - 1, upstream_now_ms());
+        upstream_dispatch(p->up, p->fds + 1, nfds - 1, clocks_mono_ms());
     }
 }
 

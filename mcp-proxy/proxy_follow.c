@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "jsonbuf.h"
 #include "log.h"
 #include "runbox/mcp.h"
@@ -24,14 +25,6 @@
 
 #define RETRY_MIN_MS 250
 #define URL_MAX      ((size_t)256 << 10)
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void proxy_follow_init(struct proxy_follow *f, struct upstream *up, struct mcp_server *srv)
 {
@@ -122,7 +115,7 @@ void proxy_follow_set_level(struct proxy_follow *f, int level)
     /* Entries written from now on are the client's, even those that reach runboxd before the
      * stream does (a call sent right after setLevel). */
     if (f->level < 0 && !f->req)
-        f->since_ts = wall_ms();
+        f->since_ts = clocks_wall_ms();
     f->level = level;
     f->dirty = true;
     if (level >= 0)
@@ -240,7 +233,7 @@ static void on_chunk(void *ctx, const char *data, size_t len)
 static void on_done(void *ctx, const struct upstream_reply *reply)
 {
     struct proxy_follow *f = ctx;
-    int64_t now = upstream_now_ms();
+    int64_t now = clocks_mono_ms();
 
     f->req = NULL;
     if (f->sse) {
@@ -256,7 +249,7 @@ static void on_done(void *ctx, const struct upstream_reply *reply)
     /* A stream that worked and then ended (the daemon restarted) is retried soon; one that
      * never started backs off. Its console ids are not continued: a new daemon starts at 1. */
     f->last_id = 0;
-    f->since_ts = wall_ms(); /* what the (maybe new) daemon writes from now on is replayed */
+    f->since_ts = clocks_wall_ms(); /* what the (maybe new) daemon writes from now on is replayed */
     f->retry_at = now + f->backoff_ms;
     if (!f->had_ready && f->backoff_ms < PROXY_FOLLOW_RETRY_MAX_MS)
         f->backoff_ms *= 2;

@@ -22,6 +22,7 @@
 
 #include <curl/curl.h>
 
+#include "clocks.h"
 #include "dynlib.h"
 #include "log.h"
 
@@ -67,14 +68,6 @@ struct upstream {
     size_t nsocks, socks_cap;
     int64_t deadline_ms; /* curl's next timer, or -1 */
 };
-
-int64_t upstream_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* libcurl is opened with dlopen() when the first request starts, not by the dynamic loader at
  * exec (common/dynlib.h): runbox must answer initialize about as fast as a process that has
@@ -165,7 +158,7 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
     struct upstream *up = userp;
 
     (void)multi;
-    up->deadline_ms = timeout_ms < 0 ? -1 : upstream_now_ms() + timeout_ms;
+    up->deadline_ms = timeout_ms < 0 ? -1 : clocks_mono_ms() + timeout_ms;
     return 0;
 }
 

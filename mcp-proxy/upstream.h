@@ -105,8 +105,7 @@ size_t upstream_inflight(const struct upstream *up);
 
 /* ---- driving it from a poll() loop ---- */
 
-/* CLOCK_MONOTONIC in milliseconds: the clock of every now_ms below. */
-int64_t upstream_now_ms(void);
+/* Every now_ms below is clocks_mono_ms() (common/clocks.h). */
 
 /* Writes the sockets to watch into fds[0..max) (revents cleared) and returns how many there
  * are; when that is more than max, call again with a larger array. */

@@ -1,6 +1,7 @@
 /* tests/unit/test_upstream.c - how runboxd's answers become tool results or failure messages
  * (upstream_map_answer), and the message for an unreachable daemon. Pure: no sockets. */
 #include "upstream.h"
+#include "clocks.h"
 
 #include <check.h>
 #include <errno.h>
@@ -234,8 +235,8 @@ START_TEST(test_upstream_new_validates_config)
     ck_assert_ptr_nonnull(up);
     ck_assert_str_eq(upstream_base_url(up), "http://127.0.0.1:1");
     ck_assert_uint_eq(upstream_inflight(up), 0);
-    ck_assert_int_eq(upstream_timeout_ms(up, upstream_now_ms()), -1); /* nothing to do */
-    upstream_dispatch(up, NULL, 0, upstream_now_ms()); /* harmless before any request */
+    ck_assert_int_eq(upstream_timeout_ms(up, clocks_mono_ms()), -1); /* nothing to do */
+    upstream_dispatch(up, NULL, 0, clocks_mono_ms()); /* harmless before any request */
     upstream_free(up);
 
     memset(big, 'h', sizeof(big) - 1);
