@@ -189,18 +189,32 @@ static const char *skip_group(const char *p)
     return p;
 }
 
-/* True when p ('{') starts a counted repeat: {n}, {n,} or {n,m}; otherwise '{' is a literal. */
+static const char *skip_blanks(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* True when p ('{') may start a counted repeat: {n}, {n,} or {n,m}, and since PCRE2 10.43 also
+ * {,m} and spaces or tabs after '{', before '}' and around the comma. Both readings count (a
+ * literal "{,2}" taken for a repeat only shortens a literal), so the prefilter stays right
+ * whichever PCRE2 the build links. Anything else: '{' is a literal. */
 static bool is_repeat(const char *p)
 {
-    p++;
-    if (!is_digit(*p))
-        return false;
-    while (is_digit(*p))
-        p++;
-    if (*p == ',')
-        for (p++; is_digit(*p); p++)
-            ;
-    return *p == '}';
+    bool digits = false;
+
+    p = skip_blanks(p + 1);
+    for (; is_digit(*p); p++)
+        digits = true;
+    p = skip_blanks(p);
+    if (*p == ',') {
+        p = skip_blanks(p + 1);
+        for (; is_digit(*p); p++)
+            digits = true;
+        p = skip_blanks(p);
+    }
+    return digits && *p == '}';
 }
 
 struct litrun {

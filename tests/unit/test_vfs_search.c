@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "vfs_int.h"
 
 static char base[256];
 static struct vfs *v;
@@ -235,6 +236,31 @@ START_TEST(test_vfs_search_prefilter_reads_pcre)
                                "elvin\n");
     run((struct vfs_search_opts){.query = "stop$", .regex = true, .case_sensitive = false});
     ck_assert_str_eq(res.text, "/e.txt:7: \xC5\xBFtop\n");
+}
+END_TEST
+
+/* The literal of a regex (one alternative). */
+static const char *literal_of(const char *re)
+{
+    static char best[64], cur[64];
+    size_t n = vfs_regex_literal(re, false, best, cur);
+
+    best[n] = '\0';
+    return best;
+}
+
+/* A '{' that a PCRE2 of 10.43 or later reads as a repeat ({,m}, spaces inside) makes the last
+ * character optional whatever PCRE2 this build links (10.42 reads these as literal braces, and
+ * a shorter literal is still right); a '{' no PCRE2 takes for a repeat stays a literal. */
+START_TEST(test_vfs_search_prefilter_repeats_of_any_pcre)
+{
+    ck_assert_str_eq(literal_of("xyzab{2}"), "xyza");
+    ck_assert_str_eq(literal_of("xyzab{,2}"), "xyza");
+    ck_assert_str_eq(literal_of("xyzab{ 1 , 2 }"), "xyza");
+    ck_assert_str_eq(literal_of("xyzab{\t0}"), "xyza");
+    ck_assert_str_eq(literal_of("ab{x}"), "ab{x}");
+    ck_assert_str_eq(literal_of("ab{,}"), "ab{,}");
+    ck_assert_str_eq(literal_of("ab{ }"), "ab{ }");
 }
 END_TEST
 
@@ -521,6 +547,7 @@ static Suite *vfs_search_suite(void)
     tcase_add_test(tc, test_vfs_search_bad_regex);
     tcase_add_test(tc, test_vfs_search_perl_syntax);
     tcase_add_test(tc, test_vfs_search_prefilter_reads_pcre);
+    tcase_add_test(tc, test_vfs_search_prefilter_repeats_of_any_pcre);
     tcase_add_test(tc, test_vfs_search_pattern_too_complex);
     tcase_add_test(tc, test_vfs_search_cancelled);
     tcase_add_test(tc, test_vfs_search_reports_what_is_too_deep);
