@@ -1183,6 +1183,20 @@ static void *thread_main(void *arg)
 
 /* ---- the public side ---- */
 
+/* c->mu as a mutex that spins a moment before it sleeps: the client thread hands a waiter its
+ * answer under mu (complete_waiter_locked) and lets go of it at once, and a waiter woken by that
+ * would otherwise go back to sleep on mu for those few instructions - a second wake-up on
+ * every call to the server. */
+static void mutex_init_adaptive(pthread_mutex_t *mu)
+{
+    pthread_mutexattr_t attr;
+
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
 struct mcpclient *mcpclient_new(const struct mcpclient_options *opt, struct errinfo *err)
 {
     struct mcpclient *c = calloc(1, sizeof(*c));
@@ -1200,7 +1214,7 @@ struct mcpclient *mcpclient_new(const struct mcpclient_options *opt, struct erri
     c->state = MCPCLIENT_DISABLED;
     c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     c->direct_fd = -1;
-    pthread_mutex_init(&c->mu, NULL);
+    mutex_init_adaptive(&c->mu);
     clocks_cond_init(&c->stop_cond);
     if (c->wake_fd < 0) {
         errinfo_sys(err, "eventfd for MCP server %s", c->spec->name);
@@ -1341,6 +1355,7 @@ static int wait_for(struct mcpclient *c, struct pending *p, const char *method, 
                     cJSON **result, struct errinfo *err)
 {
     struct timespec until = clocks_deadline(timeout_ms);
+    bool abandoned = false;
     int rc = -1;
 
     pthread_mutex_lock(&c->mu);
@@ -1349,6 +1364,7 @@ static int wait_for(struct mcpclient *c, struct pending *p, const char *method, 
         ;
     if (!p->done) {
         abandon_locked(c, p, p->cancelled ? "the client cancelled the call" : "timed out");
+        abandoned = true;
         if (p->cancelled)
             errinfo_set(err, ERR_CANCELLED, "%s: %s was cancelled", c->spec->name, method);
         else
@@ -1366,7 +1382,8 @@ static int wait_for(struct mcpclient *c, struct pending *p, const char *method, 
     while (p->delivering)
         pthread_cond_wait(&p->cond, &c->mu);
     pthread_mutex_unlock(&c->mu);
-    wake(c); /* the cancellation, if any, goes out now */
+    if (abandoned)
+        wake(c); /* the cancellation goes out now */
     return rc;
 }
 
