@@ -4,19 +4,21 @@
 #   tests/fuzz/run.sh --seconds N BUILD_DIR [TARGET...]   each target for N seconds (test.sh: 15)
 #   tests/fuzz/run.sh --runs N BUILD_DIR [TARGET...]      each target for N executions
 #   tests/fuzz/run.sh --long [-j N] [--budget S] [TARGET...]
-#                                                         the long run: every target of
-#                                                         build-fuzz/ for 10 000 000 executions,
-#                                                         at nice 19, N at a time (default 1),
-#                                                         each stopped after S seconds if given
-#                                                         (the table says which reached 10 M),
-#                                                         and the table of docs/fuzzing.md
-#                                                         rewritten
+#                                                         the long run: build-fuzz/ rebuilt
+#                                                         from the checkout, then each target
+#                                                         for 10 000 000 executions at nice 19,
+#                                                         N at a time (default 1), each stopped
+#                                                         after S seconds if given (the table
+#                                                         says which reached 10 M); the rows of
+#                                                         the targets run replace theirs in the
+#                                                         table of docs/fuzzing.md
 #
 # With no TARGET, every fuzz_* libFuzzer binary under BUILD_DIR/tests/fuzz. Each target starts
 # from its seed corpus (tests/fuzz/corpus/<target>/, never written) and a scratch corpus of its
 # own (BUILD_DIR/corpus/<target>/, kept between runs). Logs: BUILD_DIR/logs/<target>.log; crash
 # inputs: BUILD_DIR/artifacts/<target>-crash-*. Exit status 1 when a target crashed, leaked,
-# timed out (10 s per input) or went past 2 GiB of RSS.
+# timed out or went past 2 GiB of RSS. The time limit per input is 10 s of wall-clock time, 60 s
+# in the long run: at nice 19 beside other work an input can wait seconds for a core.
 #
 # A fuzz build (test.sh's fuzz stage makes it):
 #   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DRUNBOX_FUZZ=ON -DSANITIZE=address,undefined
@@ -26,12 +28,14 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 limit=()
 long=0
+timeout=10
 case ${1:-} in
 --seconds) limit=(-max_total_time="$2") ;;
 --runs) limit=(-runs="$2") ;;
 --long)
     long=1
     limit=(-runs=10000000)
+    timeout=60
     ;;
 *)
     sed -n '2,20p' "$0" >&2
@@ -79,7 +83,18 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 nice_cmd=()
-[ "$long" = 1 ] && nice_cmd=(nice -n 19)
+commit=
+if [ "$long" = 1 ]; then
+    nice_cmd=(nice -n 19)
+    # The binaries are the checkout's: the table names the commit they were built from.
+    if ! cmake --build "$build" -j "$(nproc)" >"$build/long-build.log" 2>&1; then
+        echo "fuzz/run.sh: building $build failed (see $build/long-build.log); configure it first:" >&2
+        sed -n '24,25p' "$0" >&2
+        exit 2
+    fi
+    commit=$(git -C "$root" rev-parse --short HEAD)
+    git -C "$root" diff --quiet HEAD -- common daemon mcp-proxy tests/fuzz || commit="$commit+changes"
+fi
 mkdir -p "$build/artifacts" "$build/logs"
 t_all=$SECONDS
 rowdir=$(mktemp -d)
@@ -91,7 +106,8 @@ run_one() {
     bin=$build/tests/fuzz/$t
     if [ ! -x "$bin" ]; then
         echo "FAIL $t: no executable $bin"
-        printf 'FAIL\n| `%s` | - | - | - | not built |\n' "$t" >"$rowdir/$t"
+        printf 'FAIL\n| `%s` | - | - | - | - | not built | %s | %s |\n' "$t" "$(date -u +%Y-%m-%d)" \
+            "$commit" >"$rowdir/$t"
         return
     fi
     work=$build/corpus/$t
@@ -100,7 +116,7 @@ run_one() {
     [ -d "$seeds" ] || seeds=
     log=$build/logs/$t.log
     t0=$SECONDS
-    if "${nice_cmd[@]}" "$bin" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    if "${nice_cmd[@]}" "$bin" "${limit[@]}" -timeout="$timeout" -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$build/artifacts/$t-" "$work" ${seeds:+"$seeds"} >"$log" 2>&1; then
         verdict=ok
     else
@@ -114,8 +130,9 @@ run_one() {
         "${runs:-?}" "$secs" "${cov:-?}" "${rss:-?}"
     local reached=yes
     [ "${runs:-0}" -ge 10000000 ] || reached="no: stopped at the time budget"
-    printf '%s\n| `%s` | %s | %s | %s s | %s | %s |\n' "$verdict" "$t" "${runs:-?}" "$reached" \
-        "$secs" "${cov:-?}" "$([ "$verdict" = ok ] && echo 0 || echo "**1**")" >"$rowdir/$t"
+    printf '%s\n| `%s` | %s | %s | %s s | %s | %s | %s | %s |\n' "$verdict" "$t" "${runs:-?}" \
+        "$reached" "$secs" "${cov:-?}" "$([ "$verdict" = ok ] && echo 0 || echo "**1**")" \
+        "$(date -u +%Y-%m-%d)" "$commit" >"$rowdir/$t"
     if [ "$verdict" != ok ]; then
         echo "     crash inputs: $(ls "$build/artifacts/$t-"* 2>/dev/null | tr '\n' ' ')"
         echo "     end of $log:"
@@ -146,14 +163,22 @@ if [ "$long" = 1 ]; then
     {
         sed '/^<!-- long-run -->$/q' "$doc"
         echo
-        echo "Last long run: $(date -u +%Y-%m-%d), commit $(git -C "$root" rev-parse --short HEAD)," \
-            "\`tests/fuzz/run.sh --long -j $parallel ${limit[*]:1}\` at nice 19 on $(nproc) cores shared with other work" \
-            "(load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)," \
-            "$(((SECONDS - t_all) / 60)) minutes in all."
+        echo "The last long run of each target: \`tests/fuzz/run.sh --long\` at nice 19 on $(nproc) cores" \
+            "shared with other work, 10 000 000 executions unless the row says it stopped short."
+        echo "This run ($(date -u +%Y-%m-%d), \`-j $parallel ${limit[*]:1}\`, ${#targets[@]} of the targets) took" \
+            "$(((SECONDS - t_all) / 60)) minutes (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
         echo
-        echo "| target | executions | 10 M reached | time | coverage (edges) | crashes |"
-        echo "|---|---|---|---|---|---|"
-        printf '%s\n' "${rows[@]}"
+        echo "| target | executions | 10 M reached | time | coverage (edges) | crashes | date | commit |"
+        echo "|---|---|---|---|---|---|---|---|"
+        # The rows of this run, and the earlier rows of the targets it did not run.
+        {
+            printf '%s\n' "${rows[@]}"
+            sed -n '/^<!-- long-run -->$/,$p' "$doc" | grep '^| `fuzz_' | while IFS= read -r row; do
+                name=${row#| \`}
+                name=${name%%\`*}
+                case " ${targets[*]} " in *" $name "*) ;; *) echo "$row" ;; esac
+            done
+        } | sort
     } >"$doc.new"
     mv "$doc.new" "$doc"
     echo "fuzz/run.sh: wrote the table of $doc"
