@@ -20,6 +20,11 @@
  * echoed back verbatim; they are treated like any other unusable id. */
 #define JSONRPC_MAX_SAFE_INT 9007199254740991.0
 
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+#define LONG_ID_WHY                                                                                \
+    "id is longer than " STR(JSONRPC_MAX_ID_BYTES) " bytes; use a number or a short string"
+
 /* Without libm's floor: below 2^52 a round trip through long long is exact. */
 bool jsonrpc_is_whole(double d)
 {
@@ -219,12 +224,18 @@ cJSON *jsonrpc_parse(const char *text, size_t len, struct errinfo *err)
     return root;
 }
 
+static bool is_long_id(const cJSON *id)
+{
+    return (cJSON_IsString(id) || cJSON_IsRaw(id)) &&
+           strnlen(id->valuestring, JSONRPC_MAX_ID_BYTES + 1) > JSONRPC_MAX_ID_BYTES;
+}
+
 static bool is_usable_id(const cJSON *id)
 {
     double d;
 
     if (cJSON_IsString(id) || cJSON_IsRaw(id)) /* raw: a string id with a NUL */
-        return true;
+        return !is_long_id(id);
     if (!cJSON_IsNumber(id))
         return false;
     d = id->valuedouble;
@@ -269,7 +280,7 @@ static enum jsonrpc_kind classify_response(const cJSON *msg, const cJSON *result
         return JSONRPC_KIND_INVALID;
     }
     if (!is_usable_id(id)) {
-        *why = "id must be a string or an integer";
+        *why = is_long_id(id) ? LONG_ID_WHY : "id must be a string or an integer";
         return JSONRPC_KIND_INVALID;
     }
     return JSONRPC_KIND_RESPONSE;
@@ -306,7 +317,7 @@ static enum jsonrpc_kind classify_object(const cJSON *msg, const char **why)
     if (!id)
         return JSONRPC_KIND_NOTIFICATION;
     if (!is_usable_id(id)) {
-        *why = "id must be a string or an integer";
+        *why = is_long_id(id) ? LONG_ID_WHY : "id must be a string or an integer";
         return JSONRPC_KIND_INVALID;
     }
     return JSONRPC_KIND_REQUEST;

@@ -15,6 +15,9 @@
 #include "errinfo.h"
 
 #define JSONRPC_MAX_DEPTH 64 /* nesting of arrays/objects in any message or request body */
+/* The longest string id, in bytes: its JSON text (6 bytes a byte at worst, \u0010) then fits
+ * the 4 KiB an id's text gets wherever it is kept (a call's record, a route). */
+#define JSONRPC_MAX_ID_BYTES 512
 
 enum jsonrpc_code {
     JSONRPC_PARSE_ERROR = -32700,
@@ -47,9 +50,10 @@ enum jsonrpc_kind {
 };
 
 /* Classifies one parsed message. For JSONRPC_KIND_INVALID, *why (if why is non-NULL) is set
- * to a static one-line reason such as "\"jsonrpc\" must be \"2.0\"" or "id must be a string
- * or an integer". A request whose id is valid but whose other members are wrong is still
- * INVALID; jsonrpc_usable_id() then tells whether the error response can carry the id. */
+ * to a static one-line reason such as "\"jsonrpc\" must be \"2.0\"", "id must be a string
+ * or an integer" or "id is longer than 512 bytes". A request whose id is valid but whose other
+ * members are wrong is still INVALID; jsonrpc_usable_id() then tells whether the error response can
+ * carry the id. */
 enum jsonrpc_kind jsonrpc_classify(const cJSON *msg, const char **why);
 
 /* For a message whose text holds \u0000 (jsonrpc_scan's has_nul_escape), parsed from

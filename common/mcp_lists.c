@@ -169,8 +169,10 @@ static void on_tools_list(struct mcp_session *s, struct batch *batch, void *orig
             struct jsonbuf idb = JSONBUF_INIT(4096);
 
             mcp__put_id(&idb, id);
-            r.id = idb.data;
-            r.id_len = idb.len;
+            if (!idb.failed) { /* never a cut id: no id at all */
+                r.id = idb.data;
+                r.id_len = idb.len;
+            }
             mcp__emit(s, batch, line.data, line.len, &r);
             jsonbuf_cleanup(&idb);
         }

@@ -114,8 +114,10 @@ static void emit_response(struct mcp_session *s, struct batch *batch, void *orig
 
     if (id && !cJSON_IsNull(id)) {
         mcp__put_id(&idb, id);
-        r.id = idb.data;
-        r.id_len = idb.len;
+        if (!idb.failed) { /* never a cut id: no id at all */
+            r.id = idb.data;
+            r.id_len = idb.len;
+        }
     }
     mcp__emit(s, batch, line, strlen(line), &r);
     jsonbuf_cleanup(&idb);

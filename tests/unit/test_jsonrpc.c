@@ -1,5 +1,6 @@
 /* tests/unit/test_jsonrpc.c - JSON-RPC framing: scan, parse errors, classification, building. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,6 +286,36 @@ START_TEST(test_jsonrpc_classify_table)
 }
 END_TEST
 
+/* A string id of up to JSONRPC_MAX_ID_BYTES bytes is an id; a longer one is refused with the
+ * limit in the reason, in a request and in a response, and no answer can carry it. */
+START_TEST(test_jsonrpc_long_id)
+{
+    char id[JSONRPC_MAX_ID_BYTES + 2], text[sizeof(id) + 100];
+    const char *why = NULL;
+    cJSON *msg;
+
+    memset(id, 'i', JSONRPC_MAX_ID_BYTES);
+    id[JSONRPC_MAX_ID_BYTES] = '\0';
+    snprintf(text, sizeof(text), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"x\"}", id);
+    msg = cJSON_Parse(text);
+    ck_assert_int_eq(jsonrpc_classify(msg, &why), JSONRPC_KIND_REQUEST);
+    ck_assert_ptr_nonnull(jsonrpc_usable_id(msg));
+    cJSON_Delete(msg);
+    strcat(id, "i");
+    snprintf(text, sizeof(text), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"x\"}", id);
+    msg = cJSON_Parse(text);
+    ck_assert_int_eq(jsonrpc_classify(msg, &why), JSONRPC_KIND_INVALID);
+    ck_assert_str_eq(why, "id is longer than 512 bytes; use a number or a short string");
+    ck_assert_ptr_null(jsonrpc_usable_id(msg));
+    cJSON_Delete(msg);
+    snprintf(text, sizeof(text), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{}}", id);
+    msg = cJSON_Parse(text);
+    ck_assert_int_eq(jsonrpc_classify(msg, &why), JSONRPC_KIND_INVALID);
+    ck_assert_str_eq(why, "id is longer than 512 bytes; use a number or a short string");
+    cJSON_Delete(msg);
+}
+END_TEST
+
 /* ---- usable id ---- */
 
 static const struct {
@@ -462,6 +493,7 @@ static Suite *jsonrpc_suite(void)
     tcase_add_loop_test(tc, test_jsonrpc_usable_id_table, 0,
                         (int)(sizeof(id_cases) / sizeof(id_cases[0])));
     tcase_add_test(tc, test_jsonrpc_usable_id_null_message);
+    tcase_add_test(tc, test_jsonrpc_long_id);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("build");

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "catalog.h"
+#include "jsonrpc.h"
 #include "runbox/mcp.h"
 
 #define MAX_SENT  1024
@@ -551,6 +552,34 @@ START_TEST(test_mcp_invalid_request_keeps_usable_id)
     feed("42");
     assert_error(last(), -32600, -1, "");
     ck_assert_uint_eq(fk.nsent, 3);
+}
+END_TEST
+
+/* An id longer than JSONRPC_MAX_ID_BYTES is refused with a reason, answered with id null and a
+ * route without an id: never "out of memory", never a route whose id text is cut. 512 bytes of
+ * \u0010 (6 bytes of JSON each) still work and come back whole. */
+START_TEST(test_mcp_long_id_is_invalid_request)
+{
+    char id[JSONRPC_MAX_ID_BYTES * 6 + 1], line[sizeof(id) + 100];
+    const cJSON *got;
+
+    init();
+    memset(id, 'x', JSONRPC_MAX_ID_BYTES + 1);
+    id[JSONRPC_MAX_ID_BYTES + 1] = '\0';
+    snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"ping\"}", id);
+    feed(line);
+    assert_error(last(), -32600, -1, "id is longer than 512 bytes; use a number or a short string");
+    ck_assert_ptr_null(fk.routes[fk.nsent - 1].id);
+    id[0] = '\0';
+    for (int i = 0; i < JSONRPC_MAX_ID_BYTES; i++)
+        strcat(id, "\\u0010");
+    snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"ping\"}", id);
+    feed(line);
+    got = get(last(), "id");
+    ck_assert(cJSON_IsString(got));
+    ck_assert_uint_eq(strlen(got->valuestring), JSONRPC_MAX_ID_BYTES);
+    ck_assert(cJSON_IsObject(get(last(), "result")));
+    ck_assert_uint_eq(fk.routes[fk.nsent - 1].id_len, JSONRPC_MAX_ID_BYTES * 6 + 2);
 }
 END_TEST
 
@@ -1497,6 +1526,7 @@ static Suite *mcp_suite(void)
     tcase_add_test(tc, test_mcp_malformed_json_then_good_message);
     tcase_add_test(tc, test_mcp_too_deep_is_invalid_request);
     tcase_add_test(tc, test_mcp_invalid_request_keeps_usable_id);
+    tcase_add_test(tc, test_mcp_long_id_is_invalid_request);
     tcase_add_test(tc, test_mcp_oversized_message);
     suite_add_tcase(su, tc);
 
