@@ -257,6 +257,11 @@ void mcp__send(struct mcp_session *s, const char *json, size_t len, const struct
 void mcp__emit(struct mcp_session *s, struct batch *batch, const char *json, size_t len,
                const struct mcp_route *route);
 
+/* Sends the response line[0..len) to request id, its route computed from id (no id in the route
+ * when id's text does not fit: never a cut one). */
+void mcp__emit_response(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
+                        const char *line, size_t len);
+
 /* A JSON-RPC error answering the request with this id (borrowed; NULL -> null), routed as a
  * response with origin. data (may be NULL) is owned. */
 void mcp__reply_error(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,

@@ -155,7 +155,6 @@ static void on_tools_list(struct mcp_session *s, struct batch *batch, void *orig
     if (!modern) {
         /* The legacy answer is the prebuilt array spliced into the response: no tree. */
         struct jsonbuf line = JSONBUF_INIT(MCP_RESPONSE_MAX);
-        struct mcp_route r = {.kind = MCP_ROUTE_RESPONSE, .origin = origin};
 
         jsonbuf_puts(&line, "{\"jsonrpc\":\"2.0\",\"id\":", NULL);
         mcp__put_id(&line, id);
@@ -166,15 +165,7 @@ static void on_tools_list(struct mcp_session *s, struct batch *batch, void *orig
             mcp__reply_error(s, batch, origin, id, MCP_INTERNAL_ERROR, NULL,
                              "internal error: the tool list could not be built");
         } else {
-            struct jsonbuf idb = JSONBUF_INIT(4096);
-
-            mcp__put_id(&idb, id);
-            if (!idb.failed) { /* never a cut id: no id at all */
-                r.id = idb.data;
-                r.id_len = idb.len;
-            }
-            mcp__emit(s, batch, line.data, line.len, &r);
-            jsonbuf_cleanup(&idb);
+            mcp__emit_response(s, batch, origin, id, line.data, line.len);
         }
         jsonbuf_cleanup(&line);
         return;

@@ -105,9 +105,8 @@ void mcp__emit(struct mcp_session *s, struct batch *batch, const char *json, siz
     mcp__send(s, json, len, route);
 }
 
-/* Sends a response line for id (the route computed from it). */
-static void emit_response(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
-                          const char *line)
+void mcp__emit_response(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
+                        const char *line, size_t len)
 {
     struct jsonbuf idb = JSONBUF_INIT(4096);
     struct mcp_route r = {.kind = MCP_ROUTE_RESPONSE, .origin = origin};
@@ -119,7 +118,7 @@ static void emit_response(struct mcp_session *s, struct batch *batch, void *orig
             r.id_len = idb.len;
         }
     }
-    mcp__emit(s, batch, line, strlen(line), &r);
+    mcp__emit(s, batch, line, len, &r);
     jsonbuf_cleanup(&idb);
 }
 
@@ -143,7 +142,7 @@ void mcp__reply_error(struct mcp_session *s, struct batch *batch, void *origin, 
         log_error("mcp: out of memory building the error \"%s\"", msg);
         return;
     }
-    emit_response(s, batch, origin, id, line);
+    mcp__emit_response(s, batch, origin, id, line, strlen(line));
     free(line);
 }
 
@@ -157,7 +156,7 @@ void mcp__reply_result(struct mcp_session *s, struct batch *batch, void *origin,
                          "internal error: out of memory");
         return;
     }
-    emit_response(s, batch, origin, id, line);
+    mcp__emit_response(s, batch, origin, id, line, strlen(line));
     free(line);
 }
 
