@@ -3,11 +3,13 @@
 #
 #   tests/fuzz/run.sh --seconds N BUILD_DIR [TARGET...]   each target for N seconds (test.sh: 15)
 #   tests/fuzz/run.sh --runs N BUILD_DIR [TARGET...]      each target for N executions
-#   tests/fuzz/run.sh --long [-j N] [--budget S] [TARGET...]
+#   tests/fuzz/run.sh --long [-j N] [--workers W] [--budget S] [TARGET...]
 #                                                         the long run: build-fuzz/ rebuilt
 #                                                         from the checkout, then each target
 #                                                         for 10 000 000 executions at nice 19,
-#                                                         N at a time (default 1), each stopped
+#                                                         N at a time (default 1), each by W
+#                                                         processes sharing its corpus (default
+#                                                         1; each makes 10 M / W), each stopped
 #                                                         after S seconds if given (the table
 #                                                         says which reached 10 M); the rows of
 #                                                         the targets run replace theirs in the
@@ -43,12 +45,17 @@ case ${1:-} in
     ;;
 esac
 parallel=1
+workers=1
 if [ "$long" = 1 ]; then
     shift
     while :; do
         case ${1:-} in
         -j)
             parallel=${2:?-j needs a number}
+            shift 2
+            ;;
+        --workers)
+            workers=${2:?--workers needs a number}
             shift 2
             ;;
         --budget)
@@ -71,6 +78,14 @@ case ${limit[0]} in
     exit 2
     ;;
 esac
+if ! [[ $parallel =~ ^[1-9][0-9]*$ && $workers =~ ^[1-9][0-9]*$ ]]; then
+    echo "fuzz/run.sh: -j and --workers need a whole number from 1 up" >&2
+    exit 2
+fi
+# Each worker of a target makes its share of the executions: W processes of one target fuzz
+# the same corpus directory, and libFuzzer reads what the others added every second (-reload).
+worker_limit=("${limit[@]}")
+[ "$long" = 1 ] && worker_limit[0]=-runs=$(((10000000 + workers - 1) / workers))
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
@@ -116,27 +131,56 @@ run_one() {
     [ -d "$seeds" ] || seeds=
     log=$build/logs/$t.log
     t0=$SECONDS
-    if "${nice_cmd[@]}" "$bin" "${limit[@]}" -timeout="$timeout" -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$build/artifacts/$t-" "$work" ${seeds:+"$seeds"} >"$log" 2>&1; then
-        verdict=ok
-    else
-        verdict=FAIL
-    fi
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-    rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+    # Worker 1 logs to <target>.log, worker K to <target>.K.log.
+    local w logs=() pids=()
+    rm -f "$build/logs/$t".[0-9]*.log
+    for w in $(seq "$workers"); do
+        logs+=("$([ "$w" = 1 ] && echo "$log" || echo "$build/logs/$t.$w.log")")
+        "${nice_cmd[@]}" "$bin" "${worker_limit[@]}" -timeout="$timeout" -rss_limit_mb=2048 \
+            -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" "$work" \
+            ${seeds:+"$seeds"} >"${logs[-1]}" 2>&1 &
+        pids+=($!)
+    done
+    # The first worker to fail stops the others: its log is the one that tells.
+    local left=("${pids[@]}") first_bad= p
+    verdict=ok
+    while [ ${#left[@]} -gt 0 ]; do
+        # One worker is waited for; of several, whichever ends first (checked every second).
+        [ ${#left[@]} = 1 ] || sleep 1
+        for p in "${!left[@]}"; do
+            [ ${#left[@]} -gt 1 ] && kill -0 "${left[p]}" 2>/dev/null && continue
+            if ! wait "${left[p]}" && [ "$verdict" = ok ]; then
+                verdict=FAIL
+                first_bad=${left[p]}
+                kill "${left[@]}" 2>/dev/null
+            fi
+            unset 'left[p]'
+        done
+    done
+    # The target's figures: executions summed over its workers, the highest coverage and RSS.
+    runs=$(for w in "${logs[@]}"; do sed -n 's/^stat::number_of_executed_units: *//p' "$w" | tail -n 1; done |
+        awk '{ n += $1 } END { if (NR) print n }')
+    rss=$(for w in "${logs[@]}"; do sed -n 's/^stat::peak_rss_mb: *//p' "$w" | tail -n 1; done | sort -n | tail -n 1)
+    cov=$(for w in "${logs[@]}"; do grep -o 'cov: [0-9]*' "$w" | tail -n 1 | cut -d' ' -f2; done | sort -n | tail -n 1)
     secs=$((SECONDS - t0))
     printf '%-4s %-22s %10s runs in %5ss, coverage %5s edges, peak RSS %4s MB\n' "$verdict" "$t" \
         "${runs:-?}" "$secs" "${cov:-?}" "${rss:-?}"
     local reached=yes
-    [ "${runs:-0}" -ge 10000000 ] || reached="no: stopped at the time budget"
+    if [ "$verdict" != ok ]; then
+        reached="no: stopped by its finding"
+    elif [ "${runs:-0}" -lt 10000000 ]; then
+        reached="no: stopped at the time budget"
+    fi
     printf '%s\n| `%s` | %s | %s | %s s | %s | %s | %s | %s |\n' "$verdict" "$t" "${runs:-?}" \
         "$reached" "$secs" "${cov:-?}" "$([ "$verdict" = ok ] && echo 0 || echo "**1**")" \
         "$(date -u +%Y-%m-%d)" "$commit" >"$rowdir/$t"
     if [ "$verdict" != ok ]; then
         echo "     crash inputs: $(ls "$build/artifacts/$t-"* 2>/dev/null | tr '\n' ' ')"
-        echo "     end of $log:"
-        grep -v '^#[0-9]' "$log" | tail -n 40 | sed 's/^/     | /'
+        for w in "${!pids[@]}"; do
+            [ "${pids[w]}" = "$first_bad" ] || continue
+            echo "     end of ${logs[w]}:"
+            grep -v '^#[0-9]' "${logs[w]}" | tail -n 40 | sed 's/^/     | /'
+        done
     fi
 }
 
@@ -165,7 +209,7 @@ if [ "$long" = 1 ]; then
         echo
         echo "The last long run of each target: \`tests/fuzz/run.sh --long\` at nice 19 on $(nproc) cores" \
             "shared with other work, 10 000 000 executions unless the row says it stopped short."
-        echo "This run ($(date -u +%Y-%m-%d), \`-j $parallel ${limit[*]:1}\`, ${#targets[@]} of the targets) took" \
+        echo "This run ($(date -u +%Y-%m-%d), \`-j $parallel --workers $workers ${limit[*]:1}\`, ${#targets[@]} of the targets) took" \
             "$(((SECONDS - t_all) / 60)) minutes (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
         echo
         echo "| target | executions | 10 M reached | time | coverage (edges) | crashes | date | commit |"
