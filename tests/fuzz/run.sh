@@ -142,7 +142,7 @@ run_one() {
         pids+=($!)
     done
     # The first worker to fail stops the others: its log is the one that tells.
-    local left=("${pids[@]}") first_bad= p
+    local left=("${pids[@]}") first_bad="" p
     verdict=ok
     while [ ${#left[@]} -gt 0 ]; do
         # One worker is waited for; of several, whichever ends first (checked every second).
