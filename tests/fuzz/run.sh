@@ -209,7 +209,8 @@ if [ "$long" = 1 ]; then
         echo
         echo "The last long run of each target: \`tests/fuzz/run.sh --long\` at nice 19 on $(nproc) cores" \
             "shared with other work, 10 000 000 executions unless the row says it stopped short."
-        echo "This run ($(date -u +%Y-%m-%d), \`-j $parallel --workers $workers ${limit[*]:1}\`, ${#targets[@]} of the targets) took" \
+        opts="-j $parallel --workers $workers${limit[1]:+ ${limit[*]:1}}"
+        echo "This run ($(date -u +%Y-%m-%d), \`$opts\`, ${#targets[@]} of the targets) took" \
             "$(((SECONDS - t_all) / 60)) minutes (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
         echo
         echo "| target | executions | 10 M reached | time | coverage (edges) | crashes | date | commit |"
