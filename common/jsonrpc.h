@@ -16,7 +16,7 @@
 
 #define JSONRPC_MAX_DEPTH 64 /* nesting of arrays/objects in any message or request body */
 /* The longest string id, in bytes: its JSON text (6 bytes a byte at worst, \u0010) then fits
- * the 4 KiB an id's text gets wherever it is kept (a call's record, a route). */
+ * the 4 KiB an id's text gets wherever it is kept (MCP_ID_TEXT_MAX in mcp_int.h checks it). */
 #define JSONRPC_MAX_ID_BYTES 512
 
 enum jsonrpc_code {

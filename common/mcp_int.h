@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "jsonbuf.h"
+#include "jsonrpc.h"
 #include "runbox/mcp.h"
 
 /* Ceiling for any one message the engine builds (a tool result, a batch answer, a list). Tool
@@ -271,6 +272,12 @@ void mcp__reply_error(struct mcp_session *s, struct batch *batch, void *origin, 
 /* A result for a request that never became a call; takes ownership of result (NULL -> {}). */
 void mcp__reply_result(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
                        cJSON *result);
+
+/* The most an id's compact JSON takes wherever it is kept (a call's record, a route): a string
+ * id of JSONRPC_MAX_ID_BYTES, each byte escaped as \u00XX at worst, and its quotes. */
+#define MCP_ID_TEXT_MAX 4096
+_Static_assert(6 * JSONRPC_MAX_ID_BYTES + 2 <= MCP_ID_TEXT_MAX,
+               "the longest string id's JSON text fits MCP_ID_TEXT_MAX");
 
 /* Appends the JSON text of a request id: a string, an integer number, or null. */
 void mcp__put_id(struct jsonbuf *b, const cJSON *id);

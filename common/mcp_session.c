@@ -108,7 +108,7 @@ void mcp__emit(struct mcp_session *s, struct batch *batch, const char *json, siz
 void mcp__emit_response(struct mcp_session *s, struct batch *batch, void *origin, const cJSON *id,
                         const char *line, size_t len)
 {
-    struct jsonbuf idb = JSONBUF_INIT(4096);
+    struct jsonbuf idb = JSONBUF_INIT(MCP_ID_TEXT_MAX);
     struct mcp_route r = {.kind = MCP_ROUTE_RESPONSE, .origin = origin};
 
     if (id && !cJSON_IsNull(id)) {
@@ -553,7 +553,7 @@ static void on_request(struct mcp_session *s, struct batch *batch, void *origin,
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     const char *method = cJSON_GetObjectItemCaseSensitive(msg, "method")->valuestring;
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-    struct jsonbuf idb = JSONBUF_INIT(4096);
+    struct jsonbuf idb = JSONBUF_INIT(MCP_ID_TEXT_MAX);
     size_t id_len = 0;
     char *id_text;
     bool dup;
@@ -596,7 +596,7 @@ static void on_request(struct mcp_session *s, struct batch *batch, void *origin,
 static void on_cancelled(struct mcp_session *s, const cJSON *params)
 {
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
-    struct jsonbuf b = JSONBUF_INIT(4096);
+    struct jsonbuf b = JSONBUF_INIT(MCP_ID_TEXT_MAX);
     struct mcp_call *c = NULL;
     bool tell = false;
 
