@@ -36,9 +36,18 @@ enum { MCP_NEEDS_SAMPLING = 1, MCP_NEEDS_ELICITATION = 2, MCP_NEEDS_ROOTS = 4 };
 
 /* ---- the server's tables (mcp_server.c) ---- */
 
+/* A tool as the server keeps it: its tools/list entry, printed once when it is added, and the
+ * input schema its arguments are checked against. A tool added as JSON text
+ * (mcp_server_add_tool) keeps its schema as checked, compacted text and parses it at its first
+ * call (mcp__tool_schema): a program that registers many tools pays no parse for the ones
+ * never called. */
 struct srv_tool {
-    char *name, *title, *description;
-    cJSON *input_schema, *output_schema, *annotations; /* owned; output/annotations may be NULL */
+    char *name;
+    char *entry; /* owned: the tools/list entry, compact JSON text */
+    size_t entry_len;
+    char *input_text;              /* owned: the schema's text until it is parsed, else NULL */
+    _Atomic(cJSON *) input_schema; /* owned: the parsed schema, NULL until the first need */
+    bool has_output_schema;
     unsigned requires;
     mcp_handler_fn handler;
     void *arg;
@@ -71,8 +80,9 @@ struct mcp_server {
 
     struct srv_tool *tools; /* in the order added */
     size_t ntools, tools_cap;
-    size_t *tool_index; /* indexes into tools, sorted by name (binary search) */
-    uint64_t tools_gen; /* bumped by every change of the tools */
+    size_t *tool_index;        /* indexes into tools, sorted by name (binary search) */
+    uint64_t tools_gen;        /* bumped by every change of the tools */
+    pthread_mutex_t schema_mu; /* makes a text tool's schema parse once (mcp__tool_schema) */
     pthread_mutex_t tools_json_mu;
     char *tools_json; /* the tools/list "tools" array, built for tools_json_gen */
     size_t tools_json_len;
@@ -121,6 +131,10 @@ struct tool_facts {
 
 /* Looks name up (srv->lock held for reading); NULL when there is none. */
 const struct srv_tool *mcp__find_tool(const struct mcp_server *srv, const char *name);
+
+/* The schema a tool's arguments are checked against (srv->lock held for reading): parsed from
+ * its text at the first ask (under srv->schema_mu), then kept. NULL only when memory ran out. */
+const cJSON *mcp__tool_schema(struct mcp_server *srv, const struct srv_tool *t);
 
 /* The tools/list "tools" array text appended to b (takes the locks it needs). */
 int mcp__put_tools_json(struct mcp_server *srv, struct jsonbuf *b);

@@ -317,11 +317,13 @@ static void on_tools_call(struct mcp_session *s, struct batch *batch, void *orig
         }
     }
     if (t) {
+        const cJSON *schema = mcp__tool_schema(s->srv, t);
+
         facts = (struct tool_facts){.handler = t->handler,
                                     .arg = t->arg,
-                                    .has_output_schema = t->output_schema != NULL,
+                                    .has_output_schema = t->has_output_schema,
                                     .requires = t->requires};
-        ok = check_arguments(params, t->input_schema, nul_escape, &args, &why);
+        ok = schema ? check_arguments(params, schema, nul_escape, &args, &why) : -1;
     }
     pthread_rwlock_unlock(&s->srv->lock);
     if (!t) {

@@ -2,9 +2,11 @@
  * capabilities, and the notifications it sends to every session (see runbox/mcp.h).
  *
  * DESIGN: tools keep the order they were added in (tools/list is deterministic) and a sorted
- * index of names for the binary search of every tools/call. The tools/list text is built only
- * when a tools/list asks for it after a change (tools_gen), under its own mutex, so adding a
- * hundred tools at start costs no hundred rebuilds.
+ * index of names for the binary search of every tools/call. Each tool's tools/list entry is
+ * printed when it is added; the list's text joins them only when a tools/list asks for it after
+ * a change (tools_gen), under its own mutex, so adding a hundred tools at start costs no hundred
+ * rebuilds. A tool added as text is checked and compacted without a tree (json_compact.c) and
+ * its schema parsed at its first call: runbox registers its whole catalog at every start.
  *
  * Broadcasts (list changes, resource updates, session logs) visit the list of sessions: each is
  * kept alive by a reference taken under sessions_mu, then asked, under its own mutex, what of it
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_compact.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "schema.h"
@@ -102,6 +105,7 @@ struct mcp_server *mcp_server_new(const struct mcp_server_info *info, struct err
         free(srv);
         return NULL;
     }
+    pthread_mutex_init(&srv->schema_mu, NULL);
     pthread_mutex_init(&srv->tools_json_mu, NULL);
     pthread_mutex_init(&srv->sessions_mu, NULL);
     srv->tools_json_gen = (uint64_t)-1;
@@ -111,11 +115,9 @@ struct mcp_server *mcp_server_new(const struct mcp_server_info *info, struct err
 static void free_tool(struct srv_tool *t)
 {
     free(t->name);
-    free(t->title);
-    free(t->description);
-    cJSON_Delete(t->input_schema);
-    cJSON_Delete(t->output_schema);
-    cJSON_Delete(t->annotations);
+    free(t->entry);
+    free(t->input_text);
+    cJSON_Delete(atomic_load_explicit(&t->input_schema, memory_order_relaxed));
 }
 
 void mcp_server_free(struct mcp_server *srv)
@@ -160,6 +162,7 @@ void mcp_server_free(struct mcp_server *srv)
     free(srv->version);
     free(srv->title);
     free(srv->instructions);
+    pthread_mutex_destroy(&srv->schema_mu);
     pthread_mutex_destroy(&srv->tools_json_mu);
     pthread_mutex_destroy(&srv->sessions_mu);
     pthread_rwlock_destroy(&srv->lock);
@@ -242,23 +245,6 @@ const struct srv_tool *mcp__find_tool(const struct mcp_server *srv, const char *
     return NULL;
 }
 
-/* Parses a JSON text argument; *out NULL when text is NULL. */
-static int parse_json_arg(const char *what, const char *text, bool want_object, cJSON **out,
-                          struct errinfo *err)
-{
-    *out = NULL;
-    if (!text)
-        return 0;
-    *out = cJSON_Parse(text);
-    if (!*out || (want_object && !cJSON_IsObject(*out))) {
-        errinfo_set(err, ERR_INVALID, "%s is not %s", what, *out ? "a JSON object" : "valid JSON");
-        cJSON_Delete(*out);
-        *out = NULL;
-        return -1;
-    }
-    return 0;
-}
-
 /* "sampling,roots" into MCP_NEEDS_* bits; -1 for an unknown name. */
 static int parse_requires(const char *s)
 {
@@ -288,96 +274,238 @@ static int parse_requires(const char *s)
     return (int)bits;
 }
 
+/* A tool's schema or annotations given as text: checked and compacted into *out (owned) when
+ * text is not NULL, which must then be a JSON object. */
+static int compact_arg(const char *tool, const char *what, const char *text, char **out,
+                       size_t *len, struct errinfo *err)
+{
+    struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
+    struct errinfo why = {0};
+    int first;
+
+    *out = NULL;
+    *len = 0;
+    if (!text)
+        return 0;
+    first = json_compact(text, strlen(text), &b, &why);
+    if (first != '{') {
+        jsonbuf_cleanup(&b);
+        if (first < 0 && why.kind != ERR_INVALID) {
+            errinfo_set(err, why.kind, "tool %.128s: %s: %s", tool, what, why.msg);
+            return -1;
+        }
+        if (first < 0)
+            errinfo_set(err, ERR_INVALID, "tool %.128s: %s is %s", tool, what, why.msg);
+        else
+            errinfo_set(err, ERR_INVALID, "tool %.128s: %s is not a JSON object", tool, what);
+        return -1;
+    }
+    *out = jsonbuf_take(&b, len);
+    if (!*out) {
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %.128s", tool);
+        return -1;
+    }
+    return 0;
+}
+
+/* Prints a tree into *out (owned), or leaves NULL for a NULL tree. */
+static int print_arg(const char *tool, const cJSON *tree, char **out, size_t *len,
+                     struct errinfo *err)
+{
+    *out = NULL;
+    *len = 0;
+    if (!tree)
+        return 0;
+    *out = cJSON_PrintUnformatted(tree);
+    if (!*out) {
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %.128s", tool);
+        return -1;
+    }
+    *len = strlen(*out);
+    return 0;
+}
+
+/* One tool's tools/list entry: its name, title and description, then the JSON texts of its
+ * input schema, output schema (or NULL) and annotations (or NULL). Owned, or NULL (memory). */
+static char *make_entry(const struct mcp_tool *tool, const char *in, size_t in_len, const char *out,
+                        size_t out_len, const char *ann, size_t ann_len, size_t *len)
+{
+    struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
+
+    jsonbuf_puts(&b, "{\"name\":", NULL);
+    jsonbuf_put_json_string(&b, tool->name, strlen(tool->name), NULL);
+    if (tool->title) {
+        jsonbuf_puts(&b, ",\"title\":", NULL);
+        jsonbuf_put_json_string(&b, tool->title, strlen(tool->title), NULL);
+    }
+    if (tool->description) {
+        jsonbuf_puts(&b, ",\"description\":", NULL);
+        jsonbuf_put_json_string(&b, tool->description, strlen(tool->description), NULL);
+    }
+    jsonbuf_puts(&b, ",\"inputSchema\":", NULL);
+    jsonbuf_put(&b, in, in_len, NULL);
+    if (out) {
+        jsonbuf_puts(&b, ",\"outputSchema\":", NULL);
+        jsonbuf_put(&b, out, out_len, NULL);
+    }
+    if (ann) {
+        jsonbuf_puts(&b, ",\"annotations\":", NULL);
+        jsonbuf_put(&b, ann, ann_len, NULL);
+    }
+    jsonbuf_puts(&b, "}", NULL);
+    return jsonbuf_take(&b, len);
+}
+
+/* Checks what both ways of adding a tool share and adds t (whose entry and schema are made)
+ * to the tables. Frees t's contents on failure. */
+static int add_tool(struct mcp_server *srv, const struct mcp_tool *tool, struct srv_tool *t,
+                    struct errinfo *err)
+{
+    bool failed = false;
+
+    t->name = copy_opt(tool->name, &failed);
+    t->handler = tool->handler;
+    t->arg = tool->arg;
+    if (failed) {
+        free_tool(t);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
+        return -1;
+    }
+    pthread_rwlock_wrlock(&srv->lock);
+    if (mcp__find_tool(srv, t->name)) {
+        pthread_rwlock_unlock(&srv->lock);
+        errinfo_set(err, ERR_EXISTS, "a tool named %s is already there", t->name);
+        free_tool(t);
+        return -1;
+    }
+    if (grow((void **)&srv->tools, &srv->tools_cap, srv->ntools, sizeof(*t)) < 0 ||
+        index_reserve(srv) < 0) {
+        pthread_rwlock_unlock(&srv->lock);
+        free_tool(t);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
+        return -1;
+    }
+    srv->tools[srv->ntools] = *t;
+    index_insert(srv);
+    srv->tools_gen++;
+    pthread_rwlock_unlock(&srv->lock);
+    return 0;
+}
+
+/* The checks of a tool's name, handler and needs; -1 with err set. */
+static int check_tool(const struct mcp_tool *tool, struct errinfo *err)
+{
+    if (!name_ok(tool->name)) {
+        errinfo_set(err, ERR_INVALID, "tool name \"%.140s\" does not match [A-Za-z0-9_.-]{1,128}",
+                    tool->name ? tool->name : "");
+        return -1;
+    }
+    if (!tool->handler) {
+        errinfo_set(err, ERR_INVALID, "tool %s has no handler", tool->name);
+        return -1;
+    }
+    if (parse_requires(tool->requires) < 0) {
+        errinfo_set(err, ERR_INVALID,
+                    "tool %s: requires must name sampling, elicitation or roots, got \"%.60s\"",
+                    tool->name, tool->requires);
+        return -1;
+    }
+    return 0;
+}
+
 int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, struct errinfo *err)
 {
-    cJSON *in, *out, *ann;
+    struct srv_tool t = {0};
+    char *out = NULL, *ann = NULL;
+    size_t in_len, out_len, ann_len;
 
-    if (parse_json_arg("inputSchema",
-                       tool->input_schema ? tool->input_schema
-                                          : "{\"type\":"
-                                            "\"object\"}",
-                       true, &in, err) < 0)
+    if (check_tool(tool, err) < 0)
         return -1;
-    if (parse_json_arg("outputSchema", tool->output_schema, true, &out, err) < 0) {
-        cJSON_Delete(in);
-        return -1;
-    }
-    if (parse_json_arg("annotations", tool->annotations, true, &ann, err) < 0) {
-        cJSON_Delete(in);
-        cJSON_Delete(out);
+    if (compact_arg(tool->name, "inputSchema",
+                    tool->input_schema ? tool->input_schema : "{\"type\":\"object\"}",
+                    &t.input_text, &in_len, err) < 0 ||
+        compact_arg(tool->name, "outputSchema", tool->output_schema, &out, &out_len, err) < 0 ||
+        compact_arg(tool->name, "annotations", tool->annotations, &ann, &ann_len, err) < 0) {
+        free(t.input_text);
+        free(out);
         return -1;
     }
-    return mcp_server_add_tool_parsed(srv, tool, in, out, ann, err);
+    t.entry = make_entry(tool, t.input_text, in_len, out, out_len, ann, ann_len, &t.entry_len);
+    t.has_output_schema = out != NULL;
+    t.requires = (unsigned)parse_requires(tool->requires);
+    free(out);
+    free(ann);
+    if (!t.entry) {
+        free_tool(&t);
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
+        return -1;
+    }
+    return add_tool(srv, tool, &t, err);
 }
 
 int mcp_server_add_tool_parsed(struct mcp_server *srv, const struct mcp_tool *tool,
                                cJSON *input_schema, cJSON *output_schema, cJSON *annotations,
                                struct errinfo *err)
 {
-    struct srv_tool t = {
-        .input_schema = input_schema, .output_schema = output_schema, .annotations = annotations};
-    bool failed = false;
-    int req;
+    struct srv_tool t = {0};
+    char *in = NULL, *out = NULL, *ann = NULL;
+    size_t in_len, out_len, ann_len;
+    int rc = -1;
 
-    if (!name_ok(tool->name)) {
-        errinfo_set(err, ERR_INVALID, "tool name \"%.140s\" does not match [A-Za-z0-9_.-]{1,128}",
-                    tool->name ? tool->name : "");
-        free_tool(&t);
-        return -1;
-    }
-    if (!tool->handler) {
-        errinfo_set(err, ERR_INVALID, "tool %s has no handler", tool->name);
-        free_tool(&t);
-        return -1;
-    }
-    req = parse_requires(tool->requires);
-    if (req < 0) {
-        errinfo_set(err, ERR_INVALID,
-                    "tool %s: requires must name sampling, elicitation or roots, got \"%.60s\"",
-                    tool->name, tool->requires);
-        free_tool(&t);
-        return -1;
-    }
-    if (!t.input_schema)
-        t.input_schema = cJSON_Parse("{\"type\":\"object\"}");
-    if (!cJSON_IsObject(t.input_schema) || (t.output_schema && !cJSON_IsObject(t.output_schema)) ||
-        (t.annotations && !cJSON_IsObject(t.annotations))) {
-        errinfo_set(err, t.input_schema ? ERR_INVALID : ERR_NOMEM,
+    if (check_tool(tool, err) < 0)
+        goto out;
+    if (!input_schema)
+        input_schema = cJSON_Parse("{\"type\":\"object\"}");
+    if (!cJSON_IsObject(input_schema) || (output_schema && !cJSON_IsObject(output_schema)) ||
+        (annotations && !cJSON_IsObject(annotations))) {
+        errinfo_set(err, input_schema ? ERR_INVALID : ERR_NOMEM,
                     "tool %s: inputSchema, outputSchema and annotations must be JSON objects",
                     tool->name);
-        free_tool(&t);
-        return -1;
+        goto out;
     }
-    t.name = copy_opt(tool->name, &failed);
-    t.title = copy_opt(tool->title, &failed);
-    t.description = copy_opt(tool->description, &failed);
-    t.requires = (unsigned)req;
-    t.handler = tool->handler;
-    t.arg = tool->arg;
-    if (failed) {
-        free_tool(&t);
+    if (print_arg(tool->name, input_schema, &in, &in_len, err) < 0 ||
+        print_arg(tool->name, output_schema, &out, &out_len, err) < 0 ||
+        print_arg(tool->name, annotations, &ann, &ann_len, err) < 0)
+        goto out;
+    t.entry = make_entry(tool, in, in_len, out, out_len, ann, ann_len, &t.entry_len);
+    if (!t.entry) {
         errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
-        return -1;
+        goto out;
     }
-    pthread_rwlock_wrlock(&srv->lock);
-    if (mcp__find_tool(srv, t.name)) {
-        pthread_rwlock_unlock(&srv->lock);
-        errinfo_set(err, ERR_EXISTS, "a tool named %s is already there", t.name);
-        free_tool(&t);
-        return -1;
+    atomic_init(&t.input_schema, input_schema);
+    input_schema = NULL; /* the tool's now */
+    t.has_output_schema = output_schema != NULL;
+    t.requires = (unsigned)parse_requires(tool->requires);
+    rc = add_tool(srv, tool, &t, err);
+out:
+    cJSON_free(in);
+    cJSON_free(out);
+    cJSON_free(ann);
+    cJSON_Delete(input_schema);
+    cJSON_Delete(output_schema);
+    cJSON_Delete(annotations);
+    return rc;
+}
+
+const cJSON *mcp__tool_schema(struct mcp_server *srv, const struct srv_tool *t)
+{
+    struct srv_tool *tool = (struct srv_tool *)t; /* the parse is a cache, not a change */
+    cJSON *schema = atomic_load_explicit(&tool->input_schema, memory_order_acquire);
+
+    if (schema)
+        return schema;
+    pthread_mutex_lock(&srv->schema_mu);
+    schema = atomic_load_explicit(&tool->input_schema, memory_order_relaxed);
+    if (!schema && tool->input_text) {
+        schema = cJSON_Parse(tool->input_text); /* checked when added: NULL means memory */
+        if (schema) {
+            atomic_store_explicit(&tool->input_schema, schema, memory_order_release);
+            free(tool->input_text);
+            tool->input_text = NULL;
+        }
     }
-    if (grow((void **)&srv->tools, &srv->tools_cap, srv->ntools, sizeof(t)) < 0 ||
-        index_reserve(srv) < 0) {
-        pthread_rwlock_unlock(&srv->lock);
-        free_tool(&t);
-        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
-        return -1;
-    }
-    srv->tools[srv->ntools] = t;
-    index_insert(srv);
-    srv->tools_gen++;
-    pthread_rwlock_unlock(&srv->lock);
-    return 0;
+    pthread_mutex_unlock(&srv->schema_mu);
+    return schema;
 }
 
 int mcp_server_remove_tool(struct mcp_server *srv, const char *name, struct errinfo *err)
@@ -412,24 +540,6 @@ size_t mcp_server_tool_count(const struct mcp_server *srv)
     return n;
 }
 
-/* One tool as a tools/list entry. */
-static cJSON *tool_json(const struct srv_tool *t)
-{
-    cJSON *o = cJSON_CreateObject();
-
-    if (!o || !cJSON_AddStringToObject(o, "name", t->name) ||
-        (t->title && !cJSON_AddStringToObject(o, "title", t->title)) ||
-        (t->description && !cJSON_AddStringToObject(o, "description", t->description)) ||
-        !cJSON_AddItemReferenceToObject(o, "inputSchema", t->input_schema) ||
-        (t->output_schema &&
-         !cJSON_AddItemReferenceToObject(o, "outputSchema", t->output_schema)) ||
-        (t->annotations && !cJSON_AddItemReferenceToObject(o, "annotations", t->annotations))) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
 int mcp__put_tools_json(struct mcp_server *srv, struct jsonbuf *b)
 {
     int rc = -1;
@@ -437,23 +547,22 @@ int mcp__put_tools_json(struct mcp_server *srv, struct jsonbuf *b)
     pthread_rwlock_rdlock(&srv->lock);
     pthread_mutex_lock(&srv->tools_json_mu);
     if (srv->tools_json_gen != srv->tools_gen) {
-        cJSON *arr = cJSON_CreateArray();
-        char *text = NULL;
-        bool ok = arr != NULL;
+        struct jsonbuf all = JSONBUF_INIT(MCP_RESPONSE_MAX);
+        char *text;
+        size_t len = 0;
 
-        for (size_t i = 0; ok && i < srv->ntools; i++) {
-            cJSON *o = tool_json(&srv->tools[i]);
-
-            ok = o && cJSON_AddItemToArray(arr, o);
-            if (!ok)
-                cJSON_Delete(o);
+        jsonbuf_put(&all, "[", 1, NULL);
+        for (size_t i = 0; i < srv->ntools; i++) {
+            if (i)
+                jsonbuf_put(&all, ",", 1, NULL);
+            jsonbuf_put(&all, srv->tools[i].entry, srv->tools[i].entry_len, NULL);
         }
-        text = ok ? cJSON_PrintUnformatted(arr) : NULL;
-        cJSON_Delete(arr); /* references only: the tools keep their schemas */
+        jsonbuf_put(&all, "]", 1, NULL);
+        text = jsonbuf_take(&all, &len);
         if (text) {
             free(srv->tools_json);
             srv->tools_json = text;
-            srv->tools_json_len = strlen(text);
+            srv->tools_json_len = len;
             srv->tools_json_gen = srv->tools_gen;
         }
     }

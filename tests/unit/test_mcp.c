@@ -12,6 +12,7 @@
 
 #include "catalog.h"
 #include "jsonrpc.h"
+#include "mcp_int.h"
 #include "runbox/mcp.h"
 
 #define MAX_SENT  1024
@@ -338,6 +339,65 @@ START_TEST(test_mcp_add_tool_parsed_takes_the_trees)
     ck_assert_int_eq(mcp_server_remove_tool(x, "parsed_default", &err), 0);
     ck_assert_uint_eq(mcp_server_tool_count(x), before);
     mcp_server_free(x);
+}
+END_TEST
+
+/* A tool given as text is listed as the same tool given parsed (compact, the same bytes), and
+ * its schema is parsed only when a call first needs it. Bad text is refused with the tool, the
+ * field and the byte. */
+START_TEST(test_mcp_add_tool_text_is_listed_as_parsed)
+{
+    static const char in[] = "{ \"type\" : \"object\",\n  \"properties\": {\"n\": "
+                             "{\"type\": \"integer\", \"minimum\": 1}}}";
+    static const char out[] = "{\"type\": \"object\"}";
+    static const char ann[] = "{\"readOnlyHint\": true}";
+    struct errinfo err = {0};
+    struct mcp_tool t = {.name = "t",
+                         .title = "T\n",
+                         .description = "d \"q\" caf\xc3\xa9",
+                         .input_schema = in,
+                         .output_schema = out,
+                         .annotations = ann,
+                         .handler = fake_call_tool,
+                         .arg = &fk};
+    struct mcp_server *x = mcp_server_new(&info, &err), *y = mcp_server_new(&info, &err);
+    struct jsonbuf a = JSONBUF_INIT(1 << 20), b = JSONBUF_INIT(1 << 20);
+    const struct srv_tool *tool;
+    const cJSON *schema;
+
+    ck_assert_int_eq(mcp_server_add_tool(x, &t, &err), 0);
+    ck_assert_int_eq(mcp_server_add_tool_parsed(y, &t, cJSON_Parse(in), cJSON_Parse(out),
+                                                cJSON_Parse(ann), &err),
+                     0);
+    ck_assert_int_eq(mcp__put_tools_json(x, &a), 0);
+    ck_assert_int_eq(mcp__put_tools_json(y, &b), 0);
+    ck_assert_str_eq(a.data, b.data);
+    ck_assert_ptr_nonnull(strstr(a.data, "\"inputSchema\":{\"type\":\"object\",\"properties\":"));
+    pthread_rwlock_rdlock(&x->lock);
+    tool = mcp__find_tool(x, "t");
+    ck_assert_ptr_null(atomic_load(&tool->input_schema)); /* not parsed yet */
+    schema = mcp__tool_schema(x, tool);
+    ck_assert(cJSON_IsObject(schema));
+    ck_assert_ptr_eq(mcp__tool_schema(x, tool), schema); /* parsed once */
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(schema, "properties"));
+    pthread_rwlock_unlock(&x->lock);
+
+    t.name = "bad";
+    t.input_schema = "{\"type\": object}";
+    ck_assert_int_eq(mcp_server_add_tool(x, &t, &err), -1);
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "tool bad: inputSchema is not valid JSON at byte 9"), "%s",
+                  err.msg);
+    t.input_schema = NULL;
+    t.annotations = "[true]";
+    errinfo_clear(&err);
+    ck_assert_int_eq(mcp_server_add_tool(x, &t, &err), -1);
+    ck_assert_msg(strstr(err.msg, "tool bad: annotations is not a JSON object"), "%s", err.msg);
+    ck_assert_uint_eq(mcp_server_tool_count(x), 1);
+    jsonbuf_cleanup(&a);
+    jsonbuf_cleanup(&b);
+    mcp_server_free(x);
+    mcp_server_free(y);
 }
 END_TEST
 
@@ -1513,6 +1573,7 @@ static Suite *mcp_suite(void)
 
     tc = tcase_create("adding tools");
     tcase_add_test(tc, test_mcp_add_tool_parsed_takes_the_trees);
+    tcase_add_test(tc, test_mcp_add_tool_text_is_listed_as_parsed);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("dispatch");
