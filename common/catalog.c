@@ -3,15 +3,14 @@
  * A catalog keeps the parsed documents alive and points into them: each tool's name, group
  * and schemas are borrowed from its document's cJSON tree. Tools are sorted by name once, so
  * catalog_find() is a binary search, and the tools/list text is printed once, when it is first
- * asked for (runbox builds the built-in catalog and a profile of it at every start, and lists
- * only the profile; building both texts was a quarter of its start).
+ * asked for.
  *
  * Validation is strict on purpose: the catalog is data written by hand and compiled in, so a
  * typo ("requried", an unknown route, a schema keyword we do not implement) must fail the
- * unit tests rather than make a tool silently accept what it should refuse. The compiled-in
- * documents themselves are checked by those tests (catalog_new on them), not again at every
- * start: catalog_builtin() skips the two costly checks that cannot fail on them, the parser's
- * guards for untrusted text and schema_check (together half of runbox's start). */
+ * build rather than make a tool silently accept what it should refuse. The build checks the
+ * documents (catalog_compile.c runs catalog_new on them) and prints what a start needs, so the
+ * built-in catalog (catalog_builtin.c) parses nothing at start: a built-in tool's object is
+ * parsed when an accessor first needs it. */
 #include "catalog.h"
 
 #include <pthread.h>
@@ -20,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog_data.h"
 #include "catalog_int.h"
+#include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "schema.h"
 #include "strfmt.h"
@@ -247,9 +246,7 @@ static int load_external_tool(const cJSON *obj, struct where *w, struct catalog_
 }
 
 /* Checks one tool object and fills *t (borrowing from the document). */
-/* trusted: a compiled-in document, whose schemas the unit tests check (no schema_check). */
-static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, bool trusted,
-                     struct errinfo *err)
+static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, struct errinfo *err)
 {
     static const char *const known[] = {"name",        "title",        "description", "inputSchema",
                                         "annotations", "outputSchema", "route",       "budget",
@@ -282,9 +279,8 @@ static int load_tool(const cJSON *obj, struct where *w, struct catalog_tool *t, 
     t->tool = obj;
     t->input_schema = cJSON_GetObjectItemCaseSensitive(obj, "inputSchema");
     t->output_schema = cJSON_GetObjectItemCaseSensitive(obj, "outputSchema");
-    if (!trusted &&
-        (check_tool_schema(t->input_schema, "inputSchema", w, err) != 0 ||
-         (t->output_schema && check_tool_schema(t->output_schema, "outputSchema", w, err) != 0)))
+    if (check_tool_schema(t->input_schema, "inputSchema", w, err) != 0 ||
+        (t->output_schema && check_tool_schema(t->output_schema, "outputSchema", w, err) != 0))
         return -1;
     ann = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
     if (ann && check_annotations(ann, w, err) != 0)
@@ -418,56 +414,70 @@ cJSON *catalog__listed_annotations(const cJSON *ann)
     return copy;
 }
 
-/* Adds each tool's MCP fields to one array and prints it: references into the documents, and
- * the listed forms of the input schema and the annotations. */
-char *catalog__tools_json(const struct catalog *cat)
+cJSON *catalog__tool_entry(const struct catalog_tool *t)
 {
     static const char *const shown[] = {"name",        "title",        "description", "inputSchema",
                                         "annotations", "outputSchema", "_meta"};
-    cJSON *arr = cJSON_CreateArray();
-    char *out = NULL;
+    cJSON *obj = cJSON_CreateObject();
 
-    if (!arr)
-        return NULL;
-    for (size_t i = 0; i < cat->ntools; i++) {
-        cJSON *obj = cJSON_CreateObject();
+    for (size_t k = 0; obj && k < sizeof(shown) / sizeof(shown[0]); k++) {
+        cJSON *item = cJSON_GetObjectItemCaseSensitive(t->tool, shown[k]);
+        bool is_input = item && item == t->input_schema;
+        cJSON *listed;
 
-        if (!obj || !cJSON_AddItemToArray(arr, obj)) {
-            cJSON_Delete(obj);
-            goto out;
+        if (!item)
+            continue;
+        /* An external server's definitions are shown as it gave them (as /mcp shows them, and
+         * runbox validates with what it lists). */
+        if ((!is_input && strcmp(shown[k], "annotations") != 0) ||
+            t->route == CATALOG_ROUTE_EXTERNAL) {
+            if (!cJSON_AddItemReferenceToObject(obj, shown[k], item))
+                goto fail;
+            continue;
         }
-        for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++) {
-            cJSON *item = cJSON_GetObjectItemCaseSensitive(cat->tools[i].tool, shown[k]);
-            bool is_input = item && item == cat->tools[i].input_schema;
-            cJSON *listed;
-
-            if (!item)
-                continue;
-            /* An external server's definitions are shown as it gave them (as /mcp shows them,
-             * and runbox validates with what it lists). */
-            if ((!is_input && strcmp(shown[k], "annotations") != 0) ||
-                cat->tools[i].route == CATALOG_ROUTE_EXTERNAL) {
-                if (!cJSON_AddItemReferenceToObject(obj, shown[k], item))
-                    goto out;
-                continue;
-            }
-            listed = is_input ? catalog_listed_schema(item) : catalog__listed_annotations(item);
-            if (!listed)
-                goto out;
-            if (!is_input && !listed->child) {
-                cJSON_Delete(listed); /* every hint is MCP's default: no annotations */
-                continue;
-            }
-            if (!cJSON_AddItemToObject(obj, shown[k], listed)) {
-                cJSON_Delete(listed);
-                goto out;
-            }
+        listed = is_input ? catalog_listed_schema(item) : catalog__listed_annotations(item);
+        if (!listed)
+            goto fail;
+        if (!is_input && !listed->child) {
+            cJSON_Delete(listed); /* every hint is MCP's default: no annotations */
+            continue;
+        }
+        if (!cJSON_AddItemToObject(obj, shown[k], listed)) {
+            cJSON_Delete(listed);
+            goto fail;
         }
     }
-    out = cJSON_PrintUnformatted(arr);
-out:
-    cJSON_Delete(arr); /* the listed schemas, and references: the documents keep their items */
-    return out;
+    return obj;
+fail:
+    cJSON_Delete(obj); /* the listed copies, and references: the document keeps its items */
+    return NULL;
+}
+
+/* Joins each tool's entry into one array: a compiled tool's as the build printed it, any
+ * other's printed from its document. */
+char *catalog__tools_json(const struct catalog *cat)
+{
+    struct jsonbuf b = JSONBUF_INIT(CATALOG_TOOLS_JSON_MAX);
+
+    jsonbuf_put(&b, "[", 1, NULL);
+    for (size_t i = 0; i < cat->ntools && !b.failed; i++) {
+        const struct catalog_tool *t = &cat->tools[i];
+        cJSON *entry = t->compiled ? NULL : catalog__tool_entry(t);
+        char *text = entry ? cJSON_PrintUnformatted(entry) : NULL;
+
+        cJSON_Delete(entry);
+        if (i)
+            jsonbuf_put(&b, ",", 1, NULL);
+        if (t->compiled)
+            jsonbuf_puts(&b, t->compiled->entry, NULL);
+        else if (text)
+            jsonbuf_puts(&b, text, NULL);
+        else
+            b.failed = true;
+        cJSON_free(text);
+    }
+    jsonbuf_put(&b, "]", 1, NULL);
+    return jsonbuf_take(&b, NULL);
 }
 
 /* The profiles document is the one with a "profiles" member (see catalog.h). */
@@ -477,10 +487,9 @@ static bool is_profiles_doc(const cJSON *doc)
 }
 
 /* Parses every document and loads its tools into cat->tools (unsorted). *profiles gets the
- * index of the profiles document, or n when there is none. trusted: compiled-in documents
- * (cJSON's own parser, no schema_check; see the top of this file). */
+ * index of the profiles document, or n when there is none. */
 static int load_docs(struct catalog *cat, const char *const *docs, size_t n, size_t *profiles,
-                     bool trusted, struct errinfo *err)
+                     struct errinfo *err)
 {
     struct where w;
     struct errinfo perr;
@@ -492,10 +501,9 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, siz
         memset(&w, 0, sizeof(w));
         w.doc = i;
         errinfo_clear(&perr);
-        cat->docs[i] = trusted ? cJSON_ParseWithLength(docs[i], strlen(docs[i]))
-                               : jsonrpc_parse(docs[i], strlen(docs[i]), &perr);
+        cat->docs[i] = jsonrpc_parse(docs[i], strlen(docs[i]), &perr);
         if (!cat->docs[i]) {
-            fail(err, &w, "%s", trusted ? "not valid JSON (or out of memory)" : perr.msg);
+            fail(err, &w, "%s", perr.msg);
             return -1;
         }
         cat->ndocs = i + 1;
@@ -526,7 +534,7 @@ static int load_docs(struct catalog *cat, const char *const *docs, size_t n, siz
         tools = load_doc_shape(cat->docs[i], &w, err);
         cJSON_ArrayForEach(t, tools)
         {
-            if (load_tool(t, &w, &cat->tools[cat->ntools], trusted, err) != 0)
+            if (load_tool(t, &w, &cat->tools[cat->ntools], err) != 0)
                 return -1;
             cat->ntools++;
             w.tool = NULL;
@@ -558,7 +566,7 @@ struct catalog *catalog__alloc(void)
     return cat;
 }
 
-static struct catalog *load(const char *const *docs, size_t n, bool trusted, struct errinfo *err)
+struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err)
 {
     struct catalog *cat = catalog__alloc();
     size_t profiles;
@@ -569,7 +577,7 @@ static struct catalog *load(const char *const *docs, size_t n, bool trusted, str
         errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
         goto fail;
     }
-    if (load_docs(cat, docs, n, &profiles, trusted, err) != 0)
+    if (load_docs(cat, docs, n, &profiles, err) != 0)
         goto fail;
     if (sort_and_check(cat, err) != 0)
         goto fail;
@@ -581,11 +589,6 @@ static struct catalog *load(const char *const *docs, size_t n, bool trusted, str
 fail:
     catalog_free(cat);
     return NULL;
-}
-
-struct catalog *catalog_new(const char *const *docs, size_t n, struct errinfo *err)
-{
-    return load(docs, n, false, err);
 }
 
 struct catalog *catalog_new_external(cJSON *doc, struct errinfo *err)
@@ -645,29 +648,6 @@ void catalog_free(struct catalog *cat)
     free(cat);
 }
 
-static struct catalog *builtin;
-static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
-
-static void builtin_init(void)
-{
-    struct errinfo err;
-
-    errinfo_clear(&err);
-    builtin = load(catalog_builtin_docs, catalog_builtin_ndocs, true, &err);
-    if (!builtin) {
-        /* A build bug (the unit tests catch it first): there is no sane way to go on. */
-        fprintf(stderr, "runbox: the built-in tool catalog (common/tools/*.json) is broken: %s\n",
-                err.msg);
-        abort();
-    }
-}
-
-const struct catalog *catalog_builtin(void)
-{
-    pthread_once(&builtin_once, builtin_init);
-    return builtin;
-}
-
 size_t catalog_count(const struct catalog *cat)
 {
     return cat->ntools;
@@ -708,19 +688,47 @@ enum catalog_budget catalog_tool_budget(const struct catalog_tool *tool)
     return tool->budget;
 }
 
+/* A compiled tool's object, parsed at the first ask (any thread: the first parse to finish is
+ * kept, the others are dropped). The text was printed by the build from a checked tree, so only
+ * memory can fail it, and a catalog without its schemas cannot go on. */
+static const cJSON *compiled_object(const struct catalog_tool *t)
+{
+    cJSON *tree = atomic_load_explicit(t->tree, memory_order_acquire);
+    cJSON *mine;
+
+    if (tree)
+        return tree;
+    mine = cJSON_Parse(t->compiled->object);
+    if (!mine) {
+        fprintf(stderr, "runbox: out of memory reading the tool catalog (%s)\n", t->name);
+        abort();
+    }
+    if (atomic_compare_exchange_strong_explicit(t->tree, &tree, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    cJSON_Delete(mine);
+    return tree;
+}
+
 const cJSON *catalog_tool_input_schema(const struct catalog_tool *tool)
 {
+    if (tool->compiled)
+        return cJSON_GetObjectItemCaseSensitive(compiled_object(tool), "inputSchema");
     return tool->input_schema;
 }
 
 const cJSON *catalog_tool_output_schema(const struct catalog_tool *tool)
 {
+    if (tool->compiled)
+        return tool->compiled->output
+                   ? cJSON_GetObjectItemCaseSensitive(compiled_object(tool), "outputSchema")
+                   : NULL;
     return tool->output_schema;
 }
 
 const cJSON *catalog_tool_object(const struct catalog_tool *tool)
 {
-    return tool->tool;
+    return tool->compiled ? compiled_object(tool) : tool->tool;
 }
 
 bool catalog_tool_is_read_only(const struct catalog_tool *tool)
@@ -749,48 +757,9 @@ bool catalog_tool_answers_image(const struct catalog_tool *tool)
 
 const cJSON *catalog_tool_host_tools(const struct catalog_tool *tool)
 {
+    if (tool->compiled)
+        return tool->compiled->host_tools
+                   ? cJSON_GetObjectItemCaseSensitive(compiled_object(tool), "hostTools")
+                   : NULL;
     return tool->host_tools;
-}
-
-struct catalog *catalog_builtin_amended(const char *note, struct errinfo *err)
-{
-    char **docs = calloc(catalog_builtin_ndocs ? catalog_builtin_ndocs : 1, sizeof(*docs));
-    struct catalog *cat = NULL;
-    size_t i;
-
-    if (!docs) {
-        errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
-        return NULL;
-    }
-    for (i = 0; i < catalog_builtin_ndocs; i++) {
-        cJSON *doc = cJSON_Parse(catalog_builtin_docs[i]);
-        const cJSON *tools = doc ? cJSON_GetObjectItemCaseSensitive(doc, "tools") : NULL;
-        cJSON *t;
-        bool ok = doc != NULL;
-
-        cJSON_ArrayForEach(t, tools)
-        {
-            const cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "description");
-            char *text;
-
-            if (!cJSON_GetObjectItemCaseSensitive(t, "hostTools") || !cJSON_IsString(d))
-                continue;
-            text = strfmt_alloc("%s %s", d->valuestring, note);
-            ok = ok && text &&
-                 cJSON_ReplaceItemInObjectCaseSensitive(t, "description", cJSON_CreateString(text));
-            free(text);
-        }
-        docs[i] = ok ? cJSON_PrintUnformatted(doc) : NULL;
-        cJSON_Delete(doc);
-        if (!docs[i]) {
-            errinfo_set(err, ERR_NOMEM, "catalog: out of memory");
-            goto out;
-        }
-    }
-    cat = catalog_new((const char *const *)docs, catalog_builtin_ndocs, err);
-out:
-    for (i = 0; i < catalog_builtin_ndocs; i++)
-        cJSON_free(docs[i]);
-    free(docs);
-    return cat;
 }

@@ -4,20 +4,48 @@
 #define COMMON_CATALOG_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "catalog.h"
 
-#define CATALOG_NAME_MAX 128
+#define CATALOG_NAME_MAX       128
+#define CATALOG_TOOLS_JSON_MAX ((size_t)64 << 20) /* the tools/list text of one catalog */
 
-struct catalog_tool {
-    const char *name;  /* borrowed from the document */
-    const char *group; /* borrowed from the document */
+/* A tool of the built-in catalog as the build prepared it (catalog_compile.c writes the table,
+ * catalog_compiled.c): its facts, and its JSON as compact text, so that a start parses nothing.
+ * The texts are what catalog.c would make of the tool at run time. */
+struct catalog_compiled_tool {
+    const char *name, *group, *title, *description;
     enum catalog_route route;
     enum catalog_budget budget;
-    const cJSON *tool; /* the tool's object in its document */
+    bool read_only, image, host_tools;
+    const char *object;      /* the tool's object in its document */
+    const char *input;       /* its listed input schema (catalog_listed_schema) */
+    const char *output;      /* its output schema, or NULL */
+    const char *annotations; /* its listed annotations (catalog__listed_annotations), or NULL */
+    const char *entry;       /* its element of catalog_tools_json (catalog__tool_entry) */
+};
+
+/* catalog_compiled.c (generated): the built-in tools, sorted by name; the profiles document as
+ * compact text ("" when there is none). */
+extern const struct catalog_compiled_tool catalog_compiled_tools[];
+extern const size_t catalog_compiled_ntools;
+extern const char catalog_compiled_profiles[];
+
+struct catalog_tool {
+    const char *name;  /* borrowed from the document (or the compiled table) */
+    const char *group; /* likewise */
+    enum catalog_route route;
+    enum catalog_budget budget;
+    /* A parsed catalog's tool points into its document. A built-in one has its compiled record
+     * instead, and its object is parsed at the first accessor that needs it into *tree, which
+     * every view of the catalog shares (catalog_builtin.c makes them). */
+    const cJSON *tool; /* the tool's object in its document; NULL for a compiled tool */
     const cJSON *input_schema;
-    const cJSON *output_schema; /* or NULL */
-    const cJSON *host_tools;    /* "hostTools", or NULL */
+    const cJSON *output_schema;                   /* or NULL */
+    const cJSON *host_tools;                      /* "hostTools", or NULL */
+    const struct catalog_compiled_tool *compiled; /* or NULL */
+    _Atomic(cJSON *) *tree;                       /* compiled: where its parsed object is kept */
     bool read_only;
     bool image; /* "answer": "image" */
 };
@@ -50,6 +78,10 @@ struct catalog *catalog__alloc(void);
 
 /* catalog.c: prints the tools/list "tools" array of cat->tools. Owned, or NULL (memory). */
 char *catalog__tools_json(const struct catalog *cat);
+
+/* catalog.c: a tool's element of catalog_tools_json as a tree that references t's document
+ * (cJSON_Delete frees only the copies in it), or NULL (memory). */
+cJSON *catalog__tool_entry(const struct catalog_tool *t);
 
 /* catalog.c: a copy of a tool's annotations without the hints that only repeat MCP's
  * defaults, as tools/list shows them. Owned (cJSON_Delete) or NULL. */

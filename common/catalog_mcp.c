@@ -8,43 +8,70 @@
 
 #include "runbox/mcp.h"
 
-int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
-                           void (*fn)(void *arg, struct mcp_call *call), void *arg,
+typedef void (*tool_fn)(void *arg, struct mcp_call *call);
+
+/* A built-in tool: the build printed what the engine lists, which takes the texts as they are
+ * and parses the schema at the tool's first call. */
+static int register_compiled(const struct catalog_compiled_tool *c, struct mcp_server *srv,
+                             tool_fn fn, void *arg, struct errinfo *err)
+{
+    struct mcp_tool mt = {.name = c->name,
+                          .title = c->title,
+                          .description = c->description,
+                          .input_schema = c->input,
+                          .output_schema = c->output,
+                          .annotations = c->annotations,
+                          .handler = fn,
+                          .arg = arg};
+
+    return mcp_server_add_tool(srv, &mt, err);
+}
+
+/* A tool of a parsed catalog: copies of its listed trees, handed to the server (which frees
+ * them) without a print and a parse. */
+static int register_parsed(const struct catalog_tool *t, struct mcp_server *srv, tool_fn fn,
+                           void *arg, struct errinfo *err)
+{
+    const cJSON *obj = catalog_tool_object(t);
+    const cJSON *out_obj = catalog_tool_output_schema(t);
+    const cJSON *ann_obj = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
+    const cJSON *title = cJSON_GetObjectItemCaseSensitive(obj, "title");
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
+    cJSON *in = catalog_listed_schema(catalog_tool_input_schema(t));
+    cJSON *out = out_obj ? cJSON_Duplicate(out_obj, true) : NULL;
+    cJSON *ann = ann_obj ? catalog__listed_annotations(ann_obj) : NULL;
+    bool made = in && (!out_obj || out) && (!ann_obj || ann);
+    struct mcp_tool mt = {
+        .name = catalog_tool_name(t),
+        .title = cJSON_IsString(title) ? title->valuestring : NULL,
+        .description = cJSON_IsString(desc) ? desc->valuestring : NULL,
+        .handler = fn,
+        .arg = arg,
+    };
+
+    if (ann && !ann->child) { /* every hint is MCP's default: no annotations */
+        cJSON_Delete(ann);
+        ann = NULL;
+    }
+    if (!made) {
+        cJSON_Delete(in);
+        cJSON_Delete(out);
+        cJSON_Delete(ann);
+        errinfo_set(err, ERR_NOMEM, "out of memory registering tool %s", mt.name);
+        return -1;
+    }
+    return mcp_server_add_tool_parsed(srv, &mt, in, out, ann, err);
+}
+
+int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv, tool_fn fn, void *arg,
                            struct errinfo *err)
 {
     for (size_t i = 0; i < catalog_count(cat); i++) {
         const struct catalog_tool *t = catalog_at(cat, i);
-        const cJSON *obj = catalog_tool_object(t);
-        const cJSON *out_obj = catalog_tool_output_schema(t);
-        const cJSON *ann_obj = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
-        const cJSON *title = cJSON_GetObjectItemCaseSensitive(obj, "title");
-        const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
-        /* Copies, handed to the server as trees (printing them for it to parse cost a quarter
-         * of runbox's start); it frees them. */
-        cJSON *in = catalog_listed_schema(catalog_tool_input_schema(t));
-        cJSON *out = out_obj ? cJSON_Duplicate(out_obj, true) : NULL;
-        cJSON *ann = ann_obj ? catalog__listed_annotations(ann_obj) : NULL;
-        bool made = in && (!out_obj || out) && (!ann_obj || ann);
-        struct mcp_tool mt = {
-            .name = catalog_tool_name(t),
-            .title = cJSON_IsString(title) ? title->valuestring : NULL,
-            .description = cJSON_IsString(desc) ? desc->valuestring : NULL,
-            .handler = fn,
-            .arg = arg,
-        };
+        int rc = t->compiled ? register_compiled(t->compiled, srv, fn, arg, err)
+                             : register_parsed(t, srv, fn, arg, err);
 
-        if (ann && !ann->child) { /* every hint is MCP's default: no annotations */
-            cJSON_Delete(ann);
-            ann = NULL;
-        }
-        if (!made) {
-            cJSON_Delete(in);
-            cJSON_Delete(out);
-            cJSON_Delete(ann);
-            errinfo_set(err, ERR_NOMEM, "out of memory registering tool %s", mt.name);
-            return -1;
-        }
-        if (mcp_server_add_tool_parsed(srv, &mt, in, out, ann, err) < 0)
+        if (rc < 0)
             return -1;
     }
     return 0;

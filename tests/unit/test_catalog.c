@@ -9,6 +9,9 @@
 
 #include "catalog.h"
 #include "catalog_data.h"
+#include "jsonbuf.h"
+#include "mcp_int.h"
+#include "runbox/mcp.h"
 #include "schema.h"
 
 /* ---- a value generator: the smallest arguments a schema accepts ---- */
@@ -137,20 +140,102 @@ START_TEST(test_catalog_builtin_loads)
 }
 END_TEST
 
-/* catalog_builtin() trusts the compiled-in documents (no parser guards, no schema_check, to
- * keep runbox's start short): this is where they get every check catalog_new makes. */
+static void no_handler(void *arg, struct mcp_call *call)
+{
+    (void)arg;
+    (void)call;
+}
+
+/* The tools/list text an engine makes of cat's tools. Owned. */
+static char *engine_list(const struct catalog *cat)
+{
+    static const struct mcp_server_info info = {.name = "t", .version = "1"};
+    struct errinfo err = {0};
+    struct mcp_server *srv = mcp_server_new(&info, &err);
+    struct jsonbuf b = JSONBUF_INIT(1 << 24);
+    char *text;
+
+    ck_assert_ptr_nonnull(srv);
+    ck_assert_msg(catalog_register_tools(cat, srv, no_handler, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(mcp__put_tools_json(srv, &b), 0);
+    text = jsonbuf_take(&b, NULL);
+    mcp_server_free(srv);
+    return text;
+}
+
+/* The built-in catalog is what the build printed of the documents (catalog_compile.c), which
+ * it checked with catalog_new: here the documents get every check again, and the compiled
+ * catalog must be the parsed one, tool by tool, in every text it gives out. */
 START_TEST(test_catalog_builtin_docs_pass_every_check)
 {
+    const struct catalog *built = catalog_builtin();
     struct errinfo err;
     struct catalog *cat;
+    char *a, *b;
 
     errinfo_clear(&err);
     cat = catalog_new(catalog_builtin_docs, catalog_builtin_ndocs, &err);
     ck_assert_msg(cat != NULL, "the compiled-in catalog fails a check: %s", err.msg);
-    ck_assert_uint_eq(catalog_count(cat), catalog_count(catalog_builtin()));
-    ck_assert_str_eq(catalog_tools_json(cat), catalog_tools_json(catalog_builtin()));
-    ck_assert_str_eq(catalog_instructions(cat), catalog_instructions(catalog_builtin()));
+    ck_assert_uint_eq(catalog_count(cat), catalog_count(built));
+    for (size_t i = 0; i < catalog_count(cat); i++) {
+        const struct catalog_tool *p = catalog_at(cat, i), *c = catalog_at(built, i);
+        const char *name = catalog_tool_name(p);
+
+        ck_assert_str_eq(catalog_tool_name(c), name);
+        ck_assert_str_eq(catalog_tool_group(c), catalog_tool_group(p));
+        ck_assert_int_eq(catalog_tool_route(c), catalog_tool_route(p));
+        ck_assert_int_eq(catalog_tool_budget(c), catalog_tool_budget(p));
+        ck_assert_int_eq(catalog_tool_is_read_only(c), catalog_tool_is_read_only(p));
+        ck_assert_int_eq(catalog_tool_answers_image(c), catalog_tool_answers_image(p));
+        ck_assert_msg(cJSON_Compare(catalog_tool_object(c), catalog_tool_object(p), true), "%s",
+                      name);
+        ck_assert_msg(
+            cJSON_Compare(catalog_tool_input_schema(c), catalog_tool_input_schema(p), true), "%s",
+            name);
+        ck_assert_int_eq(catalog_tool_output_schema(c) != NULL,
+                         catalog_tool_output_schema(p) != NULL);
+        ck_assert(
+            !catalog_tool_output_schema(p) ||
+            cJSON_Compare(catalog_tool_output_schema(c), catalog_tool_output_schema(p), true));
+        ck_assert_int_eq(catalog_tool_host_tools(c) != NULL, catalog_tool_host_tools(p) != NULL);
+        ck_assert(!catalog_tool_host_tools(p) ||
+                  cJSON_Compare(catalog_tool_host_tools(c), catalog_tool_host_tools(p), true));
+    }
+    ck_assert_str_eq(catalog_tools_json(cat), catalog_tools_json(built));
+    ck_assert_str_eq(catalog_instructions(cat), catalog_instructions(built));
+    a = engine_list(cat);
+    b = engine_list(built);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
     catalog_free(cat);
+}
+END_TEST
+
+/* A built-in tool's object is parsed at the first ask, once, whichever thread asks first. */
+static void *object_from_thread(void *arg)
+{
+    return (void *)catalog_tool_object(arg);
+}
+
+START_TEST(test_catalog_builtin_object_parsed_once_across_threads)
+{
+    struct catalog *view = catalog_select(catalog_builtin(), "workspace", NULL);
+    const struct catalog_tool *t = catalog_find(catalog_builtin(), "write_file");
+    pthread_t th[4];
+    void *got[4];
+
+    ck_assert_ptr_nonnull(view);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, object_from_thread, (void *)t), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_join(th[i], &got[i]), 0);
+    for (int i = 1; i < 4; i++)
+        ck_assert_ptr_eq(got[i], got[0]);
+    ck_assert_ptr_nonnull(got[0]);
+    /* a view of the catalog shares the parse */
+    ck_assert_ptr_eq(catalog_tool_object(catalog_find(view, "write_file")), got[0]);
+    catalog_free(view);
 }
 END_TEST
 
@@ -816,6 +901,7 @@ static Suite *catalog_suite(void)
     tcase_add_test(tc, test_catalog_listing_leaves_out_default_hints);
     tcase_add_test(tc, test_catalog_image_result);
     tcase_add_test(tc, test_catalog_builtin_once_across_threads);
+    tcase_add_test(tc, test_catalog_builtin_object_parsed_once_across_threads);
     tcase_add_test(tc, test_catalog_profiles_fit_their_budgets);
     tcase_add_test(tc, test_catalog_select_profiles_and_groups);
     tcase_add_loop_test(tc, test_catalog_select_refuses_unknown_items, 0,
