@@ -1,6 +1,6 @@
 /* common/catalog_builtin.c - the compiled-in catalog (see catalog.h): built from the table the
- * build wrote (catalog_compiled.c, by catalog_compile.c from the JSON files in common/tools/, which it
- * checked), so a start parses only the small profiles document. Each tool's object is parsed
+ * build wrote (catalog_compiled.c, by catalog_compile.c from the JSON files in common/tools/, which
+ * it checked), so a start parses only the small profiles document. Each tool's object is parsed
  * when an accessor first needs it (catalog.c), into a cell of this file that every view of the
  * catalog shares; tools/list and the engine's registration use the printed texts as they are.
  *
