@@ -10,7 +10,21 @@
  * handshake and the list reads are "internal" requests whose answers run a callback on the
  * thread, so the thread never blocks on the server. Everything shared is under c->mu, which is
  * held only to copy in or out: callbacks into the call service (progress) and the changed
- * callback run without it. */
+ * callback run without it.
+ *
+ * A stdio server's answers are read by a waiting worker itself (leader/follower), not by the
+ * thread, which would have to wake the worker again: the "reader's turn" on its stdout is held
+ * by one thread at a time. The thread holds it while no call waits; the first waiter asks for
+ * it (rd_want, one wake of the thread) and the thread lets go at its next look. A waiter that
+ * finds the turn free takes it and polls stdout (and rd_wake_fd, poked by its cancellation or
+ * the connection's end) until its own answer is in; it completes every waiter's answer and
+ * hands on progress as it reads, queues anything else for the thread (the inbox: the thread's
+ * callbacks stay on the thread), and passes the turn to the next waiter (rd_heir). The thread
+ * takes the turn back once it has been left to no one for READER_IDLE_MS, and looks that
+ * often meanwhile, so a notification or the server's exit between calls is seen within it;
+ * back-to-back calls keep it with the workers. A worker that reads the end of stdout tells the
+ * thread (rd_ended), which ends the connection after withdrawing the descriptor from the
+ * workers (mcpclient__withdraw_reader waits for the one reading to let go). */
 #include "mcpclient.h"
 #include "clocks.h"
 #include "mcpclient_int.h"
@@ -23,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -37,6 +52,8 @@
 
 #define LIST_PAGES_MAX  100
 #define READY_STABLE_MS 10000 /* ready this long: the next failure starts the back-off anew */
+#define READER_IDLE_MS  20    /* workers left stdout unread this long: the thread reads it again */
+#define INBOX_MAX       1024  /* messages a reading worker queues for the thread; then it stops */
 
 static const char *const legacy_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
                                               "2024-11-05"};
@@ -69,6 +86,18 @@ struct outmsg {
     size_t len;
 };
 
+/* A message a worker read for the client's thread (see mcpclient__receive_lent), or (msg NULL)
+ * the id of an internal request whose answer was over the limit. */
+struct inmsg {
+    struct inmsg *next;
+    cJSON *msg;
+    uint64_t over_id;
+    size_t over_bytes;
+};
+
+/* Who holds the reader's turn on a stdio server's stdout (mcpclient_int.h). */
+enum reader { RD_NONE, RD_THREAD, RD_WORKER };
+
 struct mcpclient {
     struct mcpclient_options opt;
     const struct registry_spec *spec;
@@ -99,6 +128,20 @@ struct mcpclient {
     int wake_fd;
     int direct_fd;    /* the stdio child's stdin while it is served, else -1 (see direct_send) */
     bool direct_busy; /* the transport is writing a message it took (mcpclient__next_out) */
+    /* The reader's turn on a stdio server's stdout (see DESIGN): */
+    int rd_fd; /* offered by the transport while it serves, else -1 */
+    mcpclient_read_fn rd_fn;
+    void *rd_arg;
+    enum reader rd_owner;
+    struct pending *rd_worker;       /* the waiter reading (RD_WORKER) */
+    struct pending *rd_heir;         /* the waiter told to take the turn next */
+    bool rd_want;                    /* a waiter asked the thread for the turn */
+    bool rd_ended;                   /* a worker read the end of stdout */
+    int64_t rd_idle_at;              /* when the turn was last left to no one */
+    int rd_wake_fd;                  /* eventfd: wakes the reading worker (its cancel, the end) */
+    pthread_cond_t rd_cond;          /* the reading worker let go (mcpclient__withdraw_reader) */
+    struct inmsg *in_head, *in_tail; /* what workers read for the thread */
+    size_t in_count;
     bool started;
     bool stopping;
     bool modern;
@@ -696,35 +739,48 @@ static void complete_waiter_locked(struct pending *p, cJSON *result, const cJSON
     pthread_cond_broadcast(&p->cond);
 }
 
+/* Hands answer msg to the waiter of request id, if one waits for it: true when done so. */
+static bool answer_waiter(struct mcpclient *c, cJSON *msg, uint64_t id)
+{
+    struct pending *p;
+
+    pthread_mutex_lock(&c->mu);
+    p = find_pending_locked(c, id);
+    if (!p || !p->waiter) {
+        pthread_mutex_unlock(&c->mu);
+        return false;
+    }
+    unlink_pending_locked(c, p);
+    complete_waiter_locked(p, cJSON_DetachItemFromObjectCaseSensitive(msg, "result"),
+                           cJSON_GetObjectItemCaseSensitive(msg, "error"));
+    pthread_mutex_unlock(&c->mu);
+    return true;
+}
+
 static void on_response(struct mcpclient *c, cJSON *msg)
 {
-    cJSON *result = cJSON_DetachItemFromObjectCaseSensitive(msg, "result");
     const cJSON *error = cJSON_GetObjectItemCaseSensitive(msg, "error");
     struct pending *p;
+    cJSON *result;
     uint64_t id;
 
     if (!id_of(cJSON_GetObjectItemCaseSensitive(msg, "id"), &id)) {
         log_debug("mcp %s: an answer without a usable id is ignored", c->spec->name);
-        cJSON_Delete(result);
         return;
     }
+    if (answer_waiter(c, msg, id))
+        return;
     pthread_mutex_lock(&c->mu);
     p = find_pending_locked(c, id);
-    if (p && p->waiter) {
-        unlink_pending_locked(c, p);
-        complete_waiter_locked(p, result, error);
-        pthread_mutex_unlock(&c->mu);
-        return;
-    }
     if (p)
         unlink_pending_locked(c, p);
     pthread_mutex_unlock(&c->mu);
     if (!p) {
         log_debug("mcp %s: an answer to request %" PRIu64 " that no one waits for", c->spec->name,
                   id);
-        cJSON_Delete(result);
         return;
     }
+    result = cJSON_DetachItemFromObjectCaseSensitive(msg, "result");
     p->cb(c, p, result, error);
     cJSON_Delete(result);
     free_internal(p);
@@ -866,6 +922,253 @@ void mcpclient__receive(struct mcpclient *c, const char *json, size_t len)
     cJSON_Delete(msg);
 }
 
+/* ---- the reader's turn (leader/follower on a stdio server's stdout) ---- */
+
+static void oversized_id(struct mcpclient *c, uint64_t id, size_t bytes, bool lent);
+
+/* Wakes the worker holding the turn (its call was cancelled, or the turn is taken back). */
+static void poke_reader(struct mcpclient *c)
+{
+    uint64_t one = 1;
+
+    if (write(c->rd_wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        log_debug("mcp %s: poke: %s", c->spec->name, strerror(errno));
+}
+
+/* Tells the next waiter (not except) to take the turn, which no one holds (mu held). */
+static void pass_turn_locked(struct mcpclient *c, const struct pending *except)
+{
+    c->rd_heir = NULL;
+    for (struct pending *q = c->pending; q; q = q->next)
+        if (q->waiter && q != except && !q->done && !q->cancelled) {
+            c->rd_heir = q;
+            pthread_cond_broadcast(&q->cond);
+            return;
+        }
+}
+
+static bool may_take_turn_locked(const struct mcpclient *c, const struct pending *p)
+{
+    return c->rd_fd >= 0 && c->rd_owner == RD_NONE && !c->rd_ended && c->in_count < INBOX_MAX &&
+           c->state == MCPCLIENT_READY && p->gen == c->gen;
+}
+
+/* p takes the turn: reads the server's stdout until p is answered, cancelled or out of time,
+ * or the turn is taken back, and passes the turn on (mu held on entry and on return, not while
+ * it waits or reads). True when p's time ran out. */
+static bool read_turn_locked(struct mcpclient *c, struct pending *p, int64_t until_ms)
+{
+    struct pollfd pf[2] = {{.fd = c->rd_fd, .events = POLLIN},
+                           {.fd = c->rd_wake_fd, .events = POLLIN}};
+    mcpclient_read_fn fn = c->rd_fn;
+    void *arg = c->rd_arg;
+    bool timed_out = false;
+    int rc = 0;
+
+    c->rd_owner = RD_WORKER;
+    c->rd_worker = p;
+    if (c->rd_heir == p)
+        c->rd_heir = NULL;
+    while (!p->done && !p->cancelled && c->rd_fd >= 0 && c->in_count < INBOX_MAX) {
+        int64_t left = until_ms - clocks_mono_ms();
+        int r;
+
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        pthread_mutex_unlock(&c->mu);
+        r = poll(pf, 2, left > INT_MAX ? INT_MAX : (int)left);
+        if (r > 0 && (pf[1].revents & POLLIN)) {
+            uint64_t n;
+
+            if (read(c->rd_wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+                log_debug("mcp %s: poke: %s", c->spec->name, strerror(errno));
+        }
+        if (r > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            rc = fn(c, arg);
+        pthread_mutex_lock(&c->mu);
+        if (rc != 0) {
+            c->rd_ended = true; /* the thread ends the connection */
+            break;
+        }
+    }
+    c->rd_owner = RD_NONE;
+    c->rd_worker = NULL;
+    c->rd_idle_at = clocks_mono_ms();
+    if (c->rd_fd < 0)
+        pthread_cond_broadcast(&c->rd_cond);
+    else if (rc == 0)
+        pass_turn_locked(c, p);
+    if (rc != 0) {
+        pthread_mutex_unlock(&c->mu);
+        wake(c);
+        pthread_mutex_lock(&c->mu);
+    }
+    return timed_out;
+}
+
+void mcpclient__offer_reader(struct mcpclient *c, int fd, mcpclient_read_fn fn, void *arg)
+{
+    pthread_mutex_lock(&c->mu);
+    c->rd_fd = fd;
+    c->rd_fn = fn;
+    c->rd_arg = arg;
+    c->rd_owner = RD_THREAD;
+    c->rd_worker = c->rd_heir = NULL;
+    c->rd_want = c->rd_ended = false;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static struct inmsg *take_inbox_locked(struct mcpclient *c)
+{
+    struct inmsg *in = c->in_head;
+
+    c->in_head = c->in_tail = NULL;
+    c->in_count = 0;
+    return in;
+}
+
+/* Handles, on the client's thread, what workers read for it. */
+static void handle_inbox(struct mcpclient *c, struct inmsg *in)
+{
+    while (in) {
+        struct inmsg *next = in->next;
+
+        if (in->msg)
+            dispatch(c, in->msg);
+        else
+            oversized_id(c, in->over_id, in->over_bytes, false);
+        cJSON_Delete(in->msg);
+        free(in);
+        in = next;
+    }
+}
+
+void mcpclient__withdraw_reader(struct mcpclient *c)
+{
+    struct inmsg *in;
+    bool poke;
+
+    pthread_mutex_lock(&c->mu);
+    c->rd_fd = -1;
+    poke = c->rd_owner == RD_WORKER;
+    pthread_mutex_unlock(&c->mu);
+    if (poke)
+        poke_reader(c);
+    pthread_mutex_lock(&c->mu);
+    while (c->rd_owner == RD_WORKER)
+        pthread_cond_wait(&c->rd_cond, &c->mu);
+    c->rd_owner = RD_NONE;
+    c->rd_heir = NULL;
+    c->rd_want = c->rd_ended = false;
+    in = take_inbox_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    handle_inbox(c, in);
+}
+
+bool mcpclient__reader_turn(struct mcpclient *c, int *poll_ms, bool *ended)
+{
+    int64_t now = clocks_mono_ms(), wait = -1;
+    struct inmsg *in;
+    bool mine;
+
+    pthread_mutex_lock(&c->mu);
+    in = take_inbox_locked(c);
+    *ended = c->rd_ended;
+    if (c->rd_owner == RD_THREAD && c->rd_want) {
+        c->rd_owner = RD_NONE;
+        c->rd_idle_at = now;
+        pass_turn_locked(c, NULL);
+    } else if (c->rd_owner == RD_NONE && now - c->rd_idle_at >= READER_IDLE_MS) {
+        c->rd_owner = RD_THREAD; /* no waiter took it: notifications must still be read */
+    }
+    c->rd_want = false;
+    /* Not reading: look again when the turn may be idle long enough to take back. */
+    if (c->rd_owner == RD_WORKER)
+        wait = READER_IDLE_MS;
+    else if (c->rd_owner == RD_NONE)
+        wait = READER_IDLE_MS - (now - c->rd_idle_at);
+    mine = c->rd_owner == RD_THREAD;
+    pthread_mutex_unlock(&c->mu);
+    if (wait >= 0 && wait < *poll_ms)
+        *poll_ms = wait < 1 ? 1 : (int)wait;
+    handle_inbox(c, in);
+    return mine;
+}
+
+/* Queues msg (taken), or when NULL the oversized answer to over_id, for the client's thread:
+ * true when the thread must be woken for it. */
+static bool queue_in(struct mcpclient *c, cJSON *msg, uint64_t over_id, size_t over_bytes)
+{
+    struct inmsg *m = calloc(1, sizeof(*m));
+    bool first;
+
+    if (!m) {
+        log_warn("mcp %s: out of memory: a message from the server is dropped", c->spec->name);
+        cJSON_Delete(msg);
+        return false;
+    }
+    m->msg = msg;
+    m->over_id = over_id;
+    m->over_bytes = over_bytes;
+    pthread_mutex_lock(&c->mu);
+    first = !c->in_head;
+    if (c->in_tail)
+        c->in_tail->next = m;
+    else
+        c->in_head = m;
+    c->in_tail = m;
+    c->in_count++;
+    pthread_mutex_unlock(&c->mu);
+    return first;
+}
+
+/* What a reading worker handles itself: an answer to a waiter, and progress (in the order the
+ * server sent them, so that a call's progress comes before its answer). */
+static bool take_lent(struct mcpclient *c, cJSON *msg)
+{
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    uint64_t n;
+
+    if (!cJSON_IsObject(msg))
+        return true; /* dispatch() ignores it too */
+    if (cJSON_IsString(method)) {
+        if ((id && !cJSON_IsNull(id)) || strcmp(method->valuestring, "notifications/progress") != 0)
+            return false;
+        on_progress(c, cJSON_GetObjectItemCaseSensitive(msg, "params"));
+        return true;
+    }
+    return id_of(id, &n) && answer_waiter(c, msg, n);
+}
+
+void mcpclient__receive_lent(struct mcpclient *c, const char *json, size_t len)
+{
+    struct errinfo err = {0};
+    cJSON *msg = jsonrpc_parse(json, len, &err), *e, *next;
+    bool wake_thread = false;
+
+    if (!msg) {
+        log_debug("mcp %s: a message that is not JSON is ignored (%s)", c->spec->name, err.msg);
+        return;
+    }
+    if (cJSON_IsArray(msg)) {
+        for (e = msg->child; e; e = next) {
+            next = e->next;
+            if (!take_lent(c, e))
+                wake_thread |= queue_in(c, cJSON_DetachItemViaPointer(msg, e), 0, 0);
+        }
+        cJSON_Delete(msg);
+    } else if (!take_lent(c, msg)) {
+        wake_thread = queue_in(c, msg, 0, 0);
+    } else {
+        cJSON_Delete(msg);
+    }
+    if (wake_thread)
+        wake(c);
+}
+
 /* Finds "id": N in text (the head or the tail of a message too large to parse). */
 static bool scan_id(const char *text, size_t len, uint64_t *out)
 {
@@ -888,16 +1191,13 @@ static bool scan_id(const char *text, size_t len, uint64_t *out)
     return false;
 }
 
-void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
-                          const char *tail, size_t tail_len)
+/* Fails what waits for answer id, which was bytes long: a waiter at once, an internal request
+ * only on the client's thread (its callbacks are the thread's): lent, a reading worker queues it
+ * for the thread. */
+static void oversized_id(struct mcpclient *c, uint64_t id, size_t bytes, bool lent)
 {
     struct pending *p = NULL;
-    uint64_t id;
 
-    log_warn("mcp %s: dropped a message of %zu bytes (the limit is %u)", c->spec->name, bytes,
-             MCPCLIENT_MESSAGE_MAX);
-    if (!scan_id(tail, tail_len, &id) && !scan_id(head, head_len, &id))
-        return;
     pthread_mutex_lock(&c->mu);
     p = find_pending_locked(c, id);
     if (p && p->waiter) {
@@ -909,15 +1209,41 @@ void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, s
         p->done = true;
         pthread_cond_broadcast(&p->cond);
         p = NULL;
-    } else if (p) {
+    } else if (p && !lent) {
         unlink_pending_locked(c, p);
     }
     pthread_mutex_unlock(&c->mu);
-    if (p) {
+    if (p && lent) {
+        if (queue_in(c, NULL, id, bytes))
+            wake(c);
+    } else if (p) {
         handshake_fail(c, "answered %s with %zu bytes, over the limit", list_method(p->list),
                        bytes);
         free_internal(p);
     }
+}
+
+static void oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
+                      const char *tail, size_t tail_len, bool lent)
+{
+    uint64_t id;
+
+    log_warn("mcp %s: dropped a message of %zu bytes (the limit is %u)", c->spec->name, bytes,
+             MCPCLIENT_MESSAGE_MAX);
+    if (scan_id(tail, tail_len, &id) || scan_id(head, head_len, &id))
+        oversized_id(c, id, bytes, lent);
+}
+
+void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
+                          const char *tail, size_t tail_len)
+{
+    oversized(c, bytes, head, head_len, tail, tail_len, false);
+}
+
+void mcpclient__oversized_lent(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
+                               const char *tail, size_t tail_len)
+{
+    oversized(c, bytes, head, head_len, tail, tail_len, true);
 }
 
 /* ---- the transports' other needs ---- */
@@ -1213,10 +1539,13 @@ struct mcpclient *mcpclient_new(const struct mcpclient_options *opt, struct erri
     c->next_id = 1;
     c->state = MCPCLIENT_DISABLED;
     c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    c->rd_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     c->direct_fd = -1;
+    c->rd_fd = -1;
     mutex_init_adaptive(&c->mu);
     clocks_cond_init(&c->stop_cond);
-    if (c->wake_fd < 0) {
+    pthread_cond_init(&c->rd_cond, NULL);
+    if (c->wake_fd < 0 || c->rd_wake_fd < 0) {
         errinfo_sys(err, "eventfd for MCP server %s", c->spec->name);
         mcpclient_free(c);
         return NULL;
@@ -1282,8 +1611,16 @@ void mcpclient_free(struct mcpclient *c)
     cJSON_Delete(c->caps);
     free(c->server_name);
     free(c->server_version);
+    for (struct inmsg *in = take_inbox_locked(c), *next; in; in = next) {
+        next = in->next;
+        cJSON_Delete(in->msg);
+        free(in);
+    }
     if (c->wake_fd >= 0)
         close(c->wake_fd);
+    if (c->rd_wake_fd >= 0)
+        close(c->rd_wake_fd);
+    pthread_cond_destroy(&c->rd_cond);
     pthread_cond_destroy(&c->stop_cond);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -1327,11 +1664,15 @@ cJSON *mcpclient_resources(struct mcpclient *c)
 static void cancel_hook(void *arg)
 {
     struct pending *p = arg;
+    bool reading;
 
     pthread_mutex_lock(&p->c->mu);
     p->cancelled = true;
     pthread_cond_broadcast(&p->cond);
+    reading = p->c->rd_worker == p;
     pthread_mutex_unlock(&p->c->mu);
+    if (reading)
+        poke_reader(p->c); /* a stale poke only wakes the next reader once for nothing */
 }
 
 /* The waiter gave up (deadline, cancellation): tells the server, on the same connection only
@@ -1351,17 +1692,37 @@ static void abandon_locked(struct mcpclient *c, struct pending *p, const char *r
     enqueue_locked(c, notification_text("notifications/cancelled", params), &ignored);
 }
 
+/* Waits for p's outcome: as the reader of the server's stdout when the turn is free (see
+ * DESIGN), else on p's condition until the reader or the client's thread hands it over. */
 static int wait_for(struct mcpclient *c, struct pending *p, const char *method, int timeout_ms,
                     cJSON **result, struct errinfo *err)
 {
-    struct timespec until = clocks_deadline(timeout_ms);
-    bool abandoned = false;
+    int64_t until_ms = clocks_mono_ms() + timeout_ms;
+    struct timespec until = clocks_at(until_ms);
+    bool abandoned = false, timed_out = false;
     int rc = -1;
 
     pthread_mutex_lock(&c->mu);
-    while (!p->done && !p->cancelled &&
-           pthread_cond_timedwait(&p->cond, &c->mu, &until) != ETIMEDOUT)
-        ;
+    while (!p->done && !p->cancelled && !timed_out) {
+        if (may_take_turn_locked(c, p)) {
+            timed_out = read_turn_locked(c, p, until_ms);
+            continue;
+        }
+        if (c->rd_fd >= 0 && c->rd_owner == RD_THREAD && !c->rd_want &&
+            c->state == MCPCLIENT_READY) {
+            c->rd_want = true; /* the thread lets go of the turn at its next look */
+            pthread_mutex_unlock(&c->mu);
+            wake(c);
+            pthread_mutex_lock(&c->mu);
+            continue;
+        }
+        timed_out = pthread_cond_timedwait(&p->cond, &c->mu, &until) == ETIMEDOUT;
+    }
+    if (c->rd_heir == p) { /* told to take the turn, and leaving without it */
+        c->rd_heir = NULL;
+        if (c->rd_owner == RD_NONE && c->rd_fd >= 0)
+            pass_turn_locked(c, p);
+    }
     if (!p->done) {
         abandon_locked(c, p, p->cancelled ? "the client cancelled the call" : "timed out");
         abandoned = true;

@@ -1,7 +1,8 @@
 /* daemon/mcpclient_int.h - private to the MCP client (mcpclient.c and its transports
  * mcpclient_stdio.c, mcpclient_http.c, mcpclient_ws.c): the transport table and what the core
  * offers the transports. A transport only moves whole JSON-RPC messages; the core knows the
- * protocol. Every function here runs on the client's own thread. */
+ * protocol. Every function here runs on the client's own thread, except where it says
+ * otherwise. */
 #ifndef DAEMON_MCPCLIENT_INT_H
 #define DAEMON_MCPCLIENT_INT_H
 
@@ -49,6 +50,33 @@ char *mcpclient__next_out(struct mcpclient *c, size_t *len);
  * nothing is queued and the transport is not writing a message it took (it asks
  * mcpclient__next_out for the next one only once the last one is written). */
 void mcpclient__set_direct_fd(struct mcpclient *c, int fd);
+
+/* Leader/follower reading of a stdio server's stdout: a worker waiting in mcpclient_request
+ * reads the server's answers itself instead of being woken by the client's thread, one
+ * wake-up and a hand-over fewer per call. One thread at a time holds the reader's turn: the
+ * client's thread while no call waits (it needs stdout for notifications and the end of the
+ * connection), else one waiting worker, which hands the turn to the next waiter when its own
+ * answer is in. read_fn(c, arg) reads what fd has and hands each line to
+ * mcpclient__receive_lent(); it returns 0, 1 at the end of the file, -1 on an error, and runs
+ * only on the thread holding the turn, so what it reads into needs no lock of its own.
+ *
+ * The transport offers fd once the connection serves (mcpclient__offer_reader), asks at each
+ * turn of its loop whether it reads fd itself (mcpclient__reader_turn), and withdraws fd
+ * before it closes it (mcpclient__withdraw_reader, which waits until no worker reads it). */
+typedef int (*mcpclient_read_fn)(struct mcpclient *c, void *arg);
+void mcpclient__offer_reader(struct mcpclient *c, int fd, mcpclient_read_fn fn, void *arg);
+void mcpclient__withdraw_reader(struct mcpclient *c);
+
+/* The client's thread, at each turn of its loop: handles what workers read for it, and says
+ * whether it polls and reads fd itself now (true) or leaves it to the workers; *poll_ms is
+ * lowered to when it must ask again. *ended: a worker read the end of fd (or an error). */
+bool mcpclient__reader_turn(struct mcpclient *c, int *poll_ms, bool *ended);
+
+/* mcpclient__receive and mcpclient__oversized on a worker holding the reader's turn: answers to
+ * waiters and progress are handled at once; anything else goes to the client's thread. */
+void mcpclient__receive_lent(struct mcpclient *c, const char *json, size_t len);
+void mcpclient__oversized_lent(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
+                               const char *tail, size_t tail_len);
 
 /* Puts a message taken with mcpclient__next_out back at the front (the transport could not
  * send it yet). Takes ownership. */

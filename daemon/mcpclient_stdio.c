@@ -52,7 +52,10 @@ struct child {
     int pidfd;
     char *wbuf; /* what is being written to stdin */
     size_t wlen, woff;
+    /* stdout's line and read buffer belong to the thread holding the reader's turn
+     * (mcpclient_int.h): the client's thread or a waiting worker; stderr's to the client's. */
     struct linebuf lo, le;
+    char *obuf; /* READ_CHUNK bytes, on the heap: a worker's stack is kept small */
     int status;
     bool reaped;
 };
@@ -276,10 +279,20 @@ out:
 
 /* ---- lines ---- */
 
-static void line_end(struct mcpclient *c, struct linebuf *b, bool is_out)
+enum line_kind {
+    LINE_ERR,     /* stderr, on the client's thread */
+    LINE_OUT,     /* stdout, on the client's thread */
+    LINE_OUT_LENT /* stdout, on a worker holding the reader's turn */
+};
+
+static void line_end(struct mcpclient *c, struct linebuf *b, enum line_kind kind)
 {
+    bool is_out = kind != LINE_ERR;
+
     if (b->discarding) {
-        if (is_out)
+        if (kind == LINE_OUT_LENT)
+            mcpclient__oversized_lent(c, b->dropped, b->head, b->head_len, b->tail, b->tail_len);
+        else if (is_out)
             mcpclient__oversized(c, b->dropped, b->head, b->head_len, b->tail, b->tail_len);
         else
             mcpclient__stderr_line(c, b->head, b->head_len);
@@ -288,7 +301,9 @@ static void line_end(struct mcpclient *c, struct linebuf *b, bool is_out)
 
         while (n && b->data[n - 1] == '\r')
             n--;
-        if (n)
+        if (n && kind == LINE_OUT_LENT)
+            mcpclient__receive_lent(c, b->data, n);
+        else if (n)
             mcpclient__receive(c, b->data, n);
     } else {
         mcpclient__stderr_line(c, b->data ? b->data : "", b->len);
@@ -340,15 +355,13 @@ static int line_add(struct linebuf *b, const char *p, size_t n)
     return 0;
 }
 
-/* Reads what fd has; 1 at EOF, -1 on error, 0 otherwise. */
-static int read_lines(struct mcpclient *c, int fd, struct linebuf *b, bool is_out)
+/* Reads what fd has into buf (READ_CHUNK bytes); 1 at EOF, -1 on error, 0 otherwise (fd is
+ * non-blocking and polled: what arrives later wakes the poll). */
+static int read_lines(struct mcpclient *c, int fd, struct linebuf *b, enum line_kind kind,
+                      char *buf)
 {
-    /* On the client thread's stack (8 MiB): a _Thread_local buffer would be copied into every
-     * thread of runboxd, 64 KiB times its 320 workers. */
-    char buf[READ_CHUNK];
-
     for (int rounds = 0; rounds < 64; rounds++) {
-        ssize_t n = read(fd, buf, sizeof(buf));
+        ssize_t n = read(fd, buf, READ_CHUNK);
         size_t start = 0;
 
         if (n == 0)
@@ -360,13 +373,34 @@ static int read_lines(struct mcpclient *c, int fd, struct linebuf *b, bool is_ou
                 continue;
             if (line_add(b, buf + start, i - start) < 0)
                 return -1;
-            line_end(c, b, is_out);
+            line_end(c, b, kind);
             start = i + 1;
         }
         if (start < (size_t)n && line_add(b, buf + start, (size_t)n - start) < 0)
             return -1;
+        /* A short read emptied the pipe: the read that would say EAGAIN is left to the next
+         * poll, which is one system call fewer on every answer. */
+        if ((size_t)n < READ_CHUNK)
+            break;
     }
     return 0;
+}
+
+/* stderr, on the client thread's stack (8 MiB): a _Thread_local buffer would be copied into
+ * every thread of runboxd, 64 KiB times its 320 workers. */
+static int read_err(struct mcpclient *c, struct child *ch)
+{
+    char buf[READ_CHUNK];
+
+    return read_lines(c, ch->err, &ch->le, LINE_ERR, buf);
+}
+
+/* The reader's turn on stdout, on a waiting worker (mcpclient_read_fn). */
+static int read_out_lent(struct mcpclient *c, void *arg)
+{
+    struct child *ch = arg;
+
+    return read_lines(c, ch->out, &ch->lo, LINE_OUT_LENT, ch->obuf);
 }
 
 /* ---- the connection ---- */
@@ -448,19 +482,40 @@ static void describe_exit(const struct child *ch, struct errinfo *why)
                     strsignal(WTERMSIG(ch->status)));
 }
 
+/* stdout ended (or failed): stderr may still hold the reason, so what is there is read. */
+static void out_ended(struct mcpclient *c, struct child *ch, struct errinfo *why)
+{
+    if (ch->err >= 0)
+        read_err(c, ch);
+    if (ch->le.len)
+        line_end(c, &ch->le, LINE_ERR);
+    child_exited(ch, STOP_STDIN_MS);
+    describe_exit(ch, why);
+}
+
 static void serve(struct mcpclient *c, struct child *ch, struct errinfo *why)
 {
     mcpclient__opened(c);
     mcpclient__set_direct_fd(c, ch->in);
+    mcpclient__offer_reader(c, ch->out, read_out_lent, ch);
     for (;;) {
         struct pollfd p[4] = {{.fd = mcpclient__wake_fd(c), .events = POLLIN},
-                              {.fd = ch->out, .events = POLLIN},
+                              {.fd = -1, .events = POLLIN},
                               {.fd = ch->err, .events = POLLIN},
                               {.fd = -1, .events = POLLOUT}};
-        int r;
+        int r, wait;
+        bool ended;
 
         if (mcpclient__should_end(c, why))
             return;
+        wait = mcpclient__poll_ms(c);
+        /* stdout is polled only while this thread holds the reader's turn. */
+        if (mcpclient__reader_turn(c, &wait, &ended))
+            p[1].fd = ch->out;
+        if (ended) {
+            out_ended(c, ch, why);
+            return;
+        }
         if (pump_stdin(c, ch) < 0) {
             child_exited(ch, STOP_STDIN_MS);
             describe_exit(ch, why);
@@ -469,32 +524,22 @@ static void serve(struct mcpclient *c, struct child *ch, struct errinfo *why)
             return;
         }
         p[3].fd = ch->woff < ch->wlen ? ch->in : -1;
-        r = poll(p, 4, mcpclient__poll_ms(c));
+        r = poll(p, 4, wait);
         if (r < 0 && errno != EINTR) {
             errinfo_sys(why, "poll");
             return;
         }
         if (p[0].revents & POLLIN)
             mcpclient__drain_wake(c);
-        if (ch->err >= 0 && (p[2].revents & (POLLIN | POLLHUP)) &&
-            read_lines(c, ch->err, &ch->le, false) != 0) {
+        if (ch->err >= 0 && (p[2].revents & (POLLIN | POLLHUP)) && read_err(c, ch) != 0) {
             if (ch->le.len)
-                line_end(c, &ch->le, false);
+                line_end(c, &ch->le, LINE_ERR);
             close_fd(&ch->err);
         }
-        if (p[1].revents & (POLLIN | POLLHUP)) {
-            int rc = read_lines(c, ch->out, &ch->lo, true);
-
-            if (rc != 0) {
-                /* stderr may still hold the reason: read what is there. */
-                if (ch->err >= 0)
-                    read_lines(c, ch->err, &ch->le, false);
-                if (ch->le.len)
-                    line_end(c, &ch->le, false);
-                child_exited(ch, STOP_STDIN_MS);
-                describe_exit(ch, why);
-                return;
-            }
+        if ((p[1].revents & (POLLIN | POLLHUP)) &&
+            read_lines(c, ch->out, &ch->lo, LINE_OUT, ch->obuf) != 0) {
+            out_ended(c, ch, why);
+            return;
         }
     }
 }
@@ -505,9 +550,13 @@ static void run(struct mcpclient *c, struct errinfo *why)
 
     ch.lo.max = MCPCLIENT_MESSAGE_MAX;
     ch.le.max = STDERR_LINE_MAX;
-    if (spawn(c, &ch, why) == 0) {
+    ch.obuf = malloc(READ_CHUNK);
+    if (!ch.obuf) {
+        errinfo_set(why, ERR_NOMEM, "out of memory for its output");
+    } else if (spawn(c, &ch, why) == 0) {
         serve(c, &ch, why);
-        mcpclient__set_direct_fd(c, -1); /* before stop_child closes it */
+        mcpclient__withdraw_reader(c); /* before stop_child closes them */
+        mcpclient__set_direct_fd(c, -1);
         stop_child(&ch);
     }
     mcpclient__set_pid(c, 0);
@@ -516,6 +565,7 @@ static void run(struct mcpclient *c, struct errinfo *why)
     close_fd(&ch.err);
     close_fd(&ch.pidfd);
     free(ch.wbuf);
+    free(ch.obuf);
     free(ch.lo.data);
     free(ch.le.data);
 }

@@ -409,6 +409,70 @@ test('16 calls in flight to 4 upstreams at once', async () => {
   }
 });
 
+// A call to a stdio server reads the server's answers on its own worker while it waits (the
+// reader's turn, daemon/mcpclient.c), and hands the turn on: calls in flight together, progress,
+// cancellation, a timeout, an answer over the limit, list_changed and the server's exit between
+// calls must all still reach the right place.
+test('calls to a stdio server read its answers themselves: progress, cancel, timeout, the size limit and list_changed still work', async () => {
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('lent', {
+    mcpServers: { sx: { command: process.execPath, args: [testServerScript, 'stdio', 'sx'], timeout_ms: 3000 } },
+  })] });
+  const sx = async (pred = () => true) => {
+    for (;;) {
+      const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'sx');
+      if (s.state === 'ready' && pred(s)) return s;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const consoleHas = async (re) => {
+    for (;;) {
+      const r = await d.call('console_logs', { source: 'mcp', limit: 1000 });
+      if (r.body.result.entries.some((e) => e.source === 'mcp:sx' && re.test(e.message))) return;
+      await new Promise((r2) => setTimeout(r2, 25));
+    }
+  };
+  const client = new Client({ name: 'registry-lent', version: '1.0.0' });
+  try {
+    const first = await sx();
+    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', d.url)));
+    // Progress reaches the client, and its cancellation reaches the server.
+    const ac = new AbortController();
+    const progress = [];
+    await assert.rejects(client.callTool({ name: 'sx__slow', arguments: { ms: 600000 } }, undefined, {
+      signal: ac.signal, onprogress: (p) => { progress.push(p); ac.abort(); } }));
+    assert.equal(progress[0].message, 'started');
+    await consoleHas(/slow call cancelled/);
+    // Many in flight together, slow and quick, one over the size limit: each gets its own.
+    const calls = [];
+    for (let i = 0; i < 12; i++) calls.push(d.call('sx__echo', { message: `m${i}` }));
+    for (let i = 0; i < 3; i++) calls.push(d.call('sx__slow', { ms: 100 * (i + 1) }));
+    calls.push(d.call('sx__huge', { mb: 17 }));
+    const answers = await Promise.all(calls);
+    for (let i = 0; i < 12; i++) assert.equal(answers[i].body.result, `sx: m${i}`, JSON.stringify(answers[i].body));
+    for (let i = 12; i < 15; i++) assert.equal(answers[i].body.result, 'sx: slept', JSON.stringify(answers[i].body));
+    assert.equal(answers[15].body.ok, false);
+    assert.match(answers[15].body.error, /over runbox's limit/);
+    // A call past the server's timeout_ms fails alone; the server is told, and still serves.
+    const late = await d.call('sx__slow', { ms: 600000 });
+    assert.equal(late.body.ok, false);
+    assert.match(late.body.error, /did not answer tools\/call within 3000 ms/);
+    const r = await client.callTool({ name: 'sx__echo', arguments: { message: 'after' } });
+    assert.equal(r.content[0].text, 'sx: after');
+    // list_changed, read by the worker of the call that caused it, reaches runboxd's list.
+    await d.call('sx__add_tool', { tool: 'fresh' });
+    while (!(await d.get('/tools')).body.tools.some((t) => t.name === 'sx__fresh'))
+      await new Promise((r2) => setTimeout(r2, 20));
+    assert.equal((await d.call('sx__fresh', {})).body.result, 'sx: fresh ran');
+    // The server's exit between calls is noticed: it restarts and serves again.
+    process.kill(first.pid, 'SIGKILL');
+    await sx((s) => s.restarts >= 1 && s.pid !== first.pid);
+    assert.equal((await d.call('sx__echo', { message: 'back' })).body.result, 'sx: back');
+  } finally {
+    await client.close();
+    await d.stop();
+  }
+});
+
 function writeConfig(name, obj) {
   const p = path.join(tmp, `${name}.json`);
   writeFileSync(p, typeof obj === 'string' ? obj : JSON.stringify(obj));
