@@ -988,6 +988,7 @@ static void on_conn_close(const struct mg_connection *conn)
     struct api *a = mg_get_user_data(mg_get_context(conn));
 
     http_guard_conn_close(a->guard);
+    connwatch_forget_socket(); /* its socket's number is free for another connection now */
 }
 
 /* civetweb's threads (its master and over 320 workers) never fork: their stacks stay out of the

@@ -241,10 +241,20 @@ static bool socket_is(int fd, const char *peer_addr, int peer_port, int local_po
     return getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && port_of(&ss) == local_port;
 }
 
-/* The socket the last lookup on this thread found: a civetweb worker serves one connection at a
- * time, and a kept-alive one asks for it at every long call. Checked before use (two system
- * calls instead of a scan of every descriptor); 4 bytes per thread. */
-static _Thread_local int last_found = -1;
+/* The socket the last lookup on this thread found, and the ports it was found by: a civetweb
+ * worker serves one connection at a time, and a kept-alive one asks for it at every long call.
+ * It is taken without a system call until connwatch_forget_socket() (civetweb's
+ * connection_close, on this worker, before it closes the socket); the ports are compared in
+ * case a close was not told. 12 bytes per thread; fd_plus1 0 is "none", so it is zeroed. */
+static _Thread_local struct {
+    int fd_plus1;
+    int peer_port, local_port;
+} last_found;
+
+void connwatch_forget_socket(void)
+{
+    last_found.fd_plus1 = 0;
+}
 
 int connwatch_find_socket(const char *peer_addr, int peer_port, int local_port)
 {
@@ -252,8 +262,9 @@ int connwatch_find_socket(const char *peer_addr, int peer_port, int local_port)
     struct dirent *de;
     int found = -1;
 
-    if (last_found >= 0 && socket_is(last_found, peer_addr, peer_port, local_port))
-        return last_found;
+    if (last_found.fd_plus1 > 0 && last_found.peer_port == peer_port &&
+        last_found.local_port == local_port)
+        return last_found.fd_plus1 - 1;
     d = opendir("/proc/self/fd");
     if (!d)
         return -1;
@@ -267,6 +278,8 @@ int connwatch_find_socket(const char *peer_addr, int peer_port, int local_port)
             found = (int)fd;
     }
     closedir(d);
-    last_found = found;
+    last_found.fd_plus1 = found + 1;
+    last_found.peer_port = peer_port;
+    last_found.local_port = local_port;
     return found;
 }

@@ -11,8 +11,9 @@
  * civetweb does not expose a connection's socket, so connwatch_find_socket() finds it among the
  * process's descriptors by the connection's addresses, which identify a TCP connection. It costs
  * a scan of the open descriptors, so it is only done for calls that may run long, and each
- * thread remembers the socket it found last (checked again at the next lookup: a kept-alive
- * connection's calls then cost two system calls each).
+ * thread remembers the socket it found last until the connection it serves closes
+ * (connwatch_forget_socket): a kept-alive connection's later calls find it without a system
+ * call.
  *
  * Thread-safety: any thread (internal lock). Callbacks run on the watcher's thread with the
  * watcher's lock held (lock order: connwatch, then what the callback takes: a call, then the
@@ -42,7 +43,14 @@ int connwatch_add(struct connwatch *w, int fd, void (*fn)(void *arg), void *arg,
 void connwatch_remove(struct connwatch *w, int id);
 
 /* The descriptor of this process's TCP socket whose peer is peer_addr:peer_port (numeric, as
- * civetweb reports it) and whose local port is local_port, or -1 when there is none. */
+ * civetweb reports it) and whose local port is local_port, or -1 when there is none. The
+ * calling thread remembers it: the same ports give the same descriptor, unchecked, until
+ * connwatch_forget_socket() on this thread. */
 int connwatch_find_socket(const char *peer_addr, int peer_port, int local_port);
+
+/* The connection this thread serves is closing: the socket it found for it is forgotten. The
+ * HTTP server's connection_close callback calls it (on the worker of that connection, before
+ * the socket is closed and its number reused). */
+void connwatch_forget_socket(void);
 
 #endif /* DAEMON_CONNWATCH_H */

@@ -77,9 +77,54 @@ START_TEST(test_connwatch_finds_a_connection_by_its_addresses)
     ck_assert_int_eq(connwatch_find_socket("127.0.0.1", client_port, server_port), srv);
     ck_assert_int_eq(connwatch_find_socket("127.0.0.1", client_port + 1, server_port), -1);
     close(srv);
-    /* A closed socket is not found from the thread's memory either. */
+    /* A closed socket is not found either (the miss above replaced the thread's memory). */
     ck_assert_int_eq(connwatch_find_socket("127.0.0.1", client_port, server_port), -1);
     close(cl);
+    close(l);
+}
+END_TEST
+
+/* Opens a loopback connection: *srv is the server's side; returns the client's side. */
+static int loopback_pair(int l, int server_port, int *srv, int *client_port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                             .sin_port = htons((uint16_t)server_port)};
+    socklen_t sl = sizeof(sa);
+    int cl = socket(AF_INET, SOCK_STREAM, 0);
+
+    ck_assert_int_eq(connect(cl, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    *srv = accept(l, NULL, NULL);
+    ck_assert_int_ge(*srv, 0);
+    ck_assert_int_eq(getsockname(cl, (struct sockaddr *)&sa, &sl), 0);
+    *client_port = ntohs(sa.sin_port);
+    return cl;
+}
+
+START_TEST(test_connwatch_forgets_the_socket_of_a_closed_connection)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int l = socket(AF_INET, SOCK_STREAM, 0), srv, srv2, cl, cl2, port, cport, cport2;
+
+    ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(l, 2), 0);
+    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
+    port = ntohs(sa.sin_port);
+    cl = loopback_pair(l, port, &srv, &cport);
+    ck_assert_int_eq(connwatch_find_socket("127.0.0.1", cport, port), srv);
+    /* The connection closes as civetweb closes one: the callback first, then the socket. */
+    connwatch_forget_socket();
+    close(srv);
+    close(cl);
+    ck_assert_int_eq(connwatch_find_socket("127.0.0.1", cport, port), -1);
+    /* The next connection on this thread is found afresh, whatever number its socket has. */
+    cl2 = loopback_pair(l, port, &srv2, &cport2);
+    ck_assert_int_eq(connwatch_find_socket("127.0.0.1", cport2, port), srv2);
+    ck_assert_int_eq(connwatch_find_socket("127.0.0.1", cport2, port), srv2);
+    connwatch_forget_socket();
+    close(srv2);
+    close(cl2);
     close(l);
 }
 END_TEST
@@ -91,6 +136,7 @@ static Suite *connwatch_suite(void)
 
     tcase_add_test(tc, test_connwatch_close_fires_each_watch_once);
     tcase_add_test(tc, test_connwatch_finds_a_connection_by_its_addresses);
+    tcase_add_test(tc, test_connwatch_forgets_the_socket_of_a_closed_connection);
     suite_add_tcase(s, tc);
     return s;
 }
