@@ -16,6 +16,7 @@
  * the session, which cancels its calls. */
 #include "mcp_http_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@
 
 #include "jsonrpc.h"
 #include "log.h"
+
+#define WS_ONE_WRITE_MAX ((size_t)64 << 10) /* frames up to this size are sent in one write */
 
 struct wsconn {
     struct mcp_http *h;
@@ -48,11 +51,41 @@ struct wsconn {
     size_t frag_len;
 };
 
+/* Writes one frame (final, unmasked, uncompressed: the frame mg_websocket_write makes) with one
+ * mg_write, so it leaves in one segment: mg_websocket_write writes its header and its payload
+ * apart, two sends, and the client woke for the header alone. A frame that does not fit the copy
+ * (or no memory for it) goes through mg_websocket_write. */
 static void ws_write(struct wsconn *w, int opcode, const char *data, size_t len)
 {
+    unsigned char head[10];
+    size_t hlen = 2;
+    char *one = len <= WS_ONE_WRITE_MAX ? malloc(sizeof(head) + len) : NULL;
+
+    head[0] = (unsigned char)(0x80u | ((unsigned)opcode & 0x0fu));
+    if (len < 126) {
+        head[1] = (unsigned char)len;
+    } else if (len <= 0xffff) {
+        head[1] = 126;
+        head[2] = (unsigned char)(len >> 8);
+        head[3] = (unsigned char)len;
+        hlen = 4;
+    } else {
+        head[1] = 127;
+        for (int i = 0; i < 8; i++)
+            head[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
+        hlen = 10;
+    }
     mg_lock_connection(w->conn);
-    mg_websocket_write(w->conn, opcode, data, len);
+    if (one) {
+        memcpy(one, head, hlen);
+        if (len)
+            memcpy(one + hlen, data, len);
+        mg_write(w->conn, one, hlen + len);
+    } else {
+        mg_websocket_write(w->conn, opcode, data, len);
+    }
     mg_unlock_connection(w->conn);
+    free(one);
 }
 
 /* True when the writer has something to do (w->mu held). */
@@ -114,7 +147,8 @@ static bool reader_writes(struct wsconn *w, const char *json, size_t len)
     ws_write(w, MG_WEBSOCKET_OPCODE_TEXT, json, len);
     pthread_mutex_lock(&w->mu);
     w->writing--;
-    pthread_cond_broadcast(&w->cond);
+    /* No broadcast: nobody waits for writing to fall (the writer waits for work, which this
+     * adds none of), and waking the writer here cost a futile thread wake-up per answer. */
     return true;
 }
 
