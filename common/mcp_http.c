@@ -40,6 +40,7 @@
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp_int.h"
 
 #define BODY_MAX_DEFAULT     ((size_t)32 << 20)
 #define SESSION_MAX_DEFAULT  256
@@ -1023,11 +1024,12 @@ static bool legacy_version_ok(const char *v)
     return false;
 }
 
-/* Feeds the body to hs on stream st and serves the answer. Returns the HTTP status. */
+/* Feeds the parsed body (takes ownership of msg) to hs on stream st and serves the answer.
+ * Returns the HTTP status. */
 static int serve_post(struct mcp_http *h, struct mg_connection *conn, struct hsess *hs,
-                      struct hstream *st, const char *body, size_t len, bool answered)
+                      struct hstream *st, cJSON *msg, bool answered)
 {
-    mcp_session_handle(hs->ms, body, len, st);
+    mcp__session_handle_parsed(hs->ms, msg, st);
     if (!answered) {
         /* Notifications and responses: 202, unless the engine had something to say about it. */
         pthread_mutex_lock(&st->mu);
@@ -1071,25 +1073,22 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
     if (status)
         return status;
     msg = jsonrpc_parse(body, len, &err);
-    if (!msg) {
-        free(body);
+    free(body); /* the engine gets the tree (mcp__session_handle_parsed), not the text */
+    if (!msg)
         return http_error(
             conn, 400, err.kind == ERR_TOO_LARGE ? MCP_INVALID_REQUEST : MCP_PARSE_ERROR, NULL,
             "%s: %s", err.kind == ERR_TOO_LARGE ? "Invalid Request" : "Parse error", err.msg);
-    }
     classify(msg, &k);
     if (k.modern && check_modern_headers(conn, msg)) {
         cJSON_Delete(msg);
-        free(body);
         return 400;
     }
-    cJSON_Delete(msg);
     stream_init(&st, conn, k.modern, h->opt.stream_queue_max);
     st.ends_at_answer = true;
     if (!k.modern && sid) {
         hs = session_get(h, sid);
         if (!hs) {
-            free(body);
+            cJSON_Delete(msg);
             stream_destroy(&st);
             return http_error(conn, 404, -32001, NULL,
                               "Session not found: no MCP session %.40s (it ended or expired); "
@@ -1100,7 +1099,7 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
         st.sess = hs;
         if (pv && !legacy_version_ok(pv)) {
             session_put(h, hs);
-            free(body);
+            cJSON_Delete(msg);
             stream_destroy(&st);
             return http_error(conn, 400, MCP_INVALID_REQUEST, NULL,
                               "unsupported MCP-Protocol-Version %.40s; this session speaks %s", pv,
@@ -1114,7 +1113,7 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
             hs = NULL;
         }
         if (!hs) {
-            free(body);
+            cJSON_Delete(msg);
             stream_destroy(&st);
             return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
         }
@@ -1129,14 +1128,13 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
          * the engine gives): a session for this POST alone. */
         hs = mcp_http__session_new(h, HS_STATELESS, MCP_SESSION_MODERN_ONLY, &err);
         if (!hs) {
-            free(body);
+            cJSON_Delete(msg);
             stream_destroy(&st);
             return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
         }
         st.modern = true;
     }
-    status = serve_post(h, conn, hs, &st, body, len, k.has_request);
-    free(body);
+    status = serve_post(h, conn, hs, &st, msg, k.has_request);
     if (listed) {
         /* An initialize the engine refused leaves no session behind. */
         if (k.initialize && !mcp_session_protocol(hs->ms))

@@ -1,6 +1,7 @@
 /* common/mcp_int.h - what the engine's files share (mcp_server.c, mcp_session.c, mcp_call.c,
- * mcp_lists.c, mcp_modern.c, mcp_calls.c); not for other modules. Functions named mcp__* are
- * private to the engine.
+ * mcp_lists.c, mcp_modern.c, mcp_calls.c); not for other modules, except that the HTTP
+ * transport of the same library (mcp_http.c) calls mcp__session_handle_parsed(). Functions
+ * named mcp__* are private to the engine.
  *
  * Locks (see runbox/mcp.h for the contract): srv->lock (rwlock) guards the server's tables;
  * srv->sessions_mu guards the list of sessions; s->mu guards one session and its calls' state;
@@ -301,6 +302,12 @@ void mcp__batch_release(struct mcp_session *s, struct batch *b);
 
 /* Drops the session's reference held by a finished call (s->mu not held). */
 void mcp__session_unref(struct mcp_session *s);
+
+/* mcp_session_handle() for a message the caller already parsed with jsonrpc_parse(), which
+ * refuses a \u0000 escape, so the tree is the one mcp_session_handle() would build from the
+ * text: the Streamable HTTP transport parses a POST's body to route it, and the engine need not
+ * parse it again. Takes ownership of msg. */
+void mcp__session_handle_parsed(struct mcp_session *s, cJSON *msg, void *origin);
 
 /* ---- calls (mcp_call.c) ---- */
 

@@ -764,6 +764,15 @@ static cJSON *parse_with_nul(const char *text, size_t len)
     return msg;
 }
 
+/* Handles a parsed message or batch. Takes ownership of msg. */
+static void dispatch(struct mcp_session *s, cJSON *msg, void *origin, bool nul_escape)
+{
+    if (cJSON_IsArray(msg))
+        handle_batch(s, origin, msg, nul_escape);
+    else
+        handle_one(s, NULL, origin, msg, nul_escape);
+}
+
 void mcp_session_handle(struct mcp_session *s, const char *text, size_t len, void *origin)
 {
     struct errinfo err = {0};
@@ -793,10 +802,12 @@ void mcp_session_handle(struct mcp_session *s, const char *text, size_t len, voi
                              err.msg);
         return;
     }
-    if (cJSON_IsArray(msg))
-        handle_batch(s, origin, msg, nul);
-    else
-        handle_one(s, NULL, origin, msg, nul);
+    dispatch(s, msg, origin, nul);
+}
+
+void mcp__session_handle_parsed(struct mcp_session *s, cJSON *msg, void *origin)
+{
+    dispatch(s, msg, origin, false);
 }
 
 void mcp_session_reject_oversized(struct mcp_session *s, size_t bytes, size_t limit)
