@@ -55,9 +55,8 @@ static const char *const legacy_versions[] = {"2024-11-05", "2025-03-26", "2025-
 
 /* ---- writing HTTP ---- */
 
-const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size)
+const char *mcp_http__keepalive_of(const struct mg_context *ctx, char *buf, size_t size)
 {
-    const struct mg_context *ctx = mg_get_context(conn);
     const char *on = mg_get_option(ctx, "enable_keep_alive");
     const char *ms = mg_get_option(ctx, "keep_alive_timeout_ms");
 
@@ -67,23 +66,93 @@ const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *b
     return buf;
 }
 
-/* Writes a complete response: status, Content-Type, exact length, and the session id when set.
- * An answer whose extra headers close the connection does not also say how long it stays. */
-static int write_answer(struct mg_connection *conn, int status, const char *ctype, const char *body,
-                        size_t len, const char *session_id, const char *extra)
+const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size)
 {
-    char head[1024], ka[48];
-    bool closing = extra && strstr(extra, "Connection: close\r\n");
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\n%s%s%s%s%s\r\n",
-                     status, mg_get_response_code_text(conn, status), ctype, len,
-                     closing ? "" : mcp_http__keepalive_header(conn, ka, sizeof(ka)),
-                     session_id && session_id[0] ? "Mcp-Session-Id: " : "",
-                     session_id && session_id[0] ? session_id : "",
-                     session_id && session_id[0] ? "\r\n" : "", extra ? extra : "");
+    return mcp_http__keepalive_of(mg_get_context(conn), buf, size);
+}
 
-    if (n < 0 || (size_t)n >= sizeof(head))
+const char *mcp_http__keepalive_cached(struct mcp_http *h, const struct mg_connection *conn,
+                                       char *buf, size_t size)
+{
+    const struct mg_context *ctx = mg_get_context(conn);
+
+    if (ctx && atomic_load_explicit(&h->ka_ctx, memory_order_acquire) == ctx)
+        return h->ka_text;
+    return mcp_http__keepalive_of(ctx, buf, size);
+}
+
+/* Appends s (n bytes) at *at when it fits before end; false when it does not. */
+static bool put_bytes(char **at, const char *end, const char *s, size_t n)
+{
+    if ((size_t)(end - *at) < n)
+        return false;
+    memcpy(*at, s, n);
+    *at += n;
+    return true;
+}
+
+static bool put_text(char **at, const char *end, const char *s)
+{
+    return put_bytes(at, end, s, strlen(s));
+}
+
+/* Appends v in decimal. */
+static bool put_decimal(char **at, const char *end, size_t v)
+{
+    char rev[24];
+    size_t n = 0;
+
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if ((size_t)(end - *at) < n)
+        return false;
+    while (n)
+        *(*at)++ = rev[--n];
+    return true;
+}
+
+/* The head of write_answer's response at out (size bytes); its length, or -1 when it does not
+ * fit. Put together by hand: every answer to a POST has one (no snprintf on that path). */
+static int answer_head(char *out, size_t size, struct mg_connection *conn, int status,
+                       const char *ctype, size_t len, const char *session_id, const char *extra,
+                       const char *ka)
+{
+    char *at = out;
+    const char *end = out + size;
+    bool ok = put_text(&at, end, "HTTP/1.1 ") && status >= 100 && status <= 999 &&
+              put_decimal(&at, end, (size_t)status) && put_bytes(&at, end, " ", 1) &&
+              put_text(&at, end, mg_get_response_code_text(conn, status)) &&
+              put_text(&at, end, "\r\nContent-Type: ") && put_text(&at, end, ctype) &&
+              put_text(&at, end, "\r\nContent-Length: ") && put_decimal(&at, end, len) &&
+              put_text(&at, end, "\r\nCache-Control: no-store\r\n") && put_text(&at, end, ka);
+
+    if (ok && session_id && session_id[0])
+        ok = put_text(&at, end, "Mcp-Session-Id: ") && put_text(&at, end, session_id) &&
+             put_bytes(&at, end, "\r\n", 2);
+    if (ok && extra)
+        ok = put_text(&at, end, extra);
+    ok = ok && put_bytes(&at, end, "\r\n", 2);
+    return ok ? (int)(at - out) : -1;
+}
+
+/* Writes a complete response: status, Content-Type, exact length, and the session id when set.
+ * An answer whose extra headers close the connection does not also say how long it stays. ka is
+ * the keep-alive header line (mcp_http__keepalive_cached), or NULL to work it out here. */
+static int write_answer(struct mg_connection *conn, int status, const char *ctype, const char *body,
+                        size_t len, const char *session_id, const char *extra, const char *ka)
+{
+    char head[1024], kabuf[48];
+    bool closing = extra && strstr(extra, "Connection: close\r\n");
+    int n;
+
+    if (closing)
+        ka = "";
+    else if (!ka)
+        ka = mcp_http__keepalive_header(conn, kabuf, sizeof(kabuf));
+    n = answer_head(head, sizeof(head), conn, status, ctype, len, session_id, extra, ka);
+    if (n < 0)
         return -1;
     /* A small answer leaves in one write: one segment with TCP_NODELAY, one read for the
      * client (a head and a body written apart are two of each). */
@@ -122,7 +191,7 @@ static int http_error(struct mg_connection *conn, int status, int code, const ch
     va_end(ap);
     line = jsonrpc_build_error(NULL, code, msg, NULL);
     if (line) {
-        write_answer(conn, status, "application/json", line, strlen(line), NULL, extra);
+        write_answer(conn, status, "application/json", line, strlen(line), NULL, extra, NULL);
         free(line);
     }
     return status;
@@ -143,10 +212,14 @@ static int write_chunk(struct mg_connection *conn, const char *a, size_t alen, c
 
 /* ---- streams ---- */
 
-static void stream_init(struct hstream *st, struct mg_connection *conn, bool modern,
-                        size_t queue_max)
+static void stream_init(struct hstream *st, struct mcp_http *h, struct mg_connection *conn,
+                        bool modern)
 {
+    size_t queue_max = h->opt.stream_queue_max;
+
     memset(st, 0, sizeof(*st));
+    st->keepalive =
+        mcp_http__keepalive_cached(h, conn, st->keepalive_buf, sizeof(st->keepalive_buf));
     pthread_mutex_init(&st->mu, NULL);
     clocks_cond_init(&st->cond);
     st->conn = conn;
@@ -199,13 +272,13 @@ static int answer_status(const struct hstream *st, const char *json, size_t len)
 static int start_sse(struct hstream *st)
 {
     char head[512], ka[48];
-    int n =
-        snprintf(head, sizeof(head),
-                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
-                 "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s%s\r\n",
-                 mcp_http__keepalive_header(st->conn, ka, sizeof(ka)),
-                 st->session_header[0] ? "Mcp-Session-Id: " : "", st->session_header,
-                 st->session_header[0] ? "\r\n" : "");
+    int n = snprintf(
+        head, sizeof(head),
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
+        "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s%s\r\n",
+        st->keepalive ? st->keepalive : mcp_http__keepalive_header(st->conn, ka, sizeof(ka)),
+        st->session_header[0] ? "Mcp-Session-Id: " : "", st->session_header,
+        st->session_header[0] ? "\r\n" : "");
 
     st->mode = ST_SSE;
     return mg_write(st->conn, head, (size_t)n) > 0 ? 0 : -1;
@@ -230,7 +303,7 @@ static int owner_write(struct hstream *st, const char *json, size_t len, enum mc
         st->mode = ST_JSON;
         st->done = true;
         return write_answer(st->conn, answer_status(st, json, len), "application/json", json, len,
-                            st->session_header, NULL);
+                            st->session_header, NULL, st->keepalive);
     }
     if (st->mode == ST_UNSTARTED && start_sse(st) < 0)
         return -1;
@@ -974,7 +1047,7 @@ static int check_modern_headers(struct mg_connection *conn, const cJSON *msg)
         return 0;
     line = jsonrpc_build_error(id, MCP_HEADER_MISMATCH, why, NULL);
     if (line) {
-        write_answer(conn, 400, "application/json", line, strlen(line), NULL, NULL);
+        write_answer(conn, 400, "application/json", line, strlen(line), NULL, NULL, NULL);
         free(line);
     }
     return 400;
@@ -1038,7 +1111,7 @@ static int serve_post(struct mcp_http *h, struct mg_connection *conn, struct hse
         if (!answered) {
             mcp_session_cancel_origin(hs->ms, st);
             stream_unwatch(h, st);
-            write_answer(conn, 202, "application/json", "", 0, NULL, NULL);
+            write_answer(conn, 202, "application/json", "", 0, NULL, NULL, st->keepalive);
             return 202;
         }
     }
@@ -1083,7 +1156,7 @@ static int on_post(struct mcp_http *h, struct mg_connection *conn)
         cJSON_Delete(msg);
         return 400;
     }
-    stream_init(&st, conn, k.modern, h->opt.stream_queue_max);
+    stream_init(&st, h, conn, k.modern);
     st.ends_at_answer = true;
     if (!k.modern && sid) {
         hs = session_get(h, sid);
@@ -1183,7 +1256,7 @@ static int on_get(struct mcp_http *h, struct mg_connection *conn)
         session_put(h, hs);
         return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
     }
-    stream_init(&st, conn, false, h->opt.stream_queue_max);
+    stream_init(&st, h, conn, false);
     st.sess = hs;
     pthread_mutex_lock(&h->mu);
     h->nstreams++;
@@ -1219,7 +1292,7 @@ static int on_delete(struct mcp_http *h, struct mg_connection *conn)
         return http_error(conn, 404, -32001, NULL, "Session not found: no MCP session %.40s", sid);
     mcp_http__session_end(h, hs); /* its requests being served end now */
     session_put(h, hs);           /* the last one out closes it */
-    write_answer(conn, 200, "application/json", "{}", 2, NULL, NULL);
+    write_answer(conn, 200, "application/json", "{}", 2, NULL, NULL, NULL);
     return 200;
 }
 
@@ -1245,7 +1318,7 @@ static int on_sse(struct mcp_http *h, struct mg_connection *conn)
             h->opt.release(h->opt.ctx);
         return http_error(conn, 503, MCP_INTERNAL_ERROR, NULL, "%s", err.msg);
     }
-    stream_init(&st, conn, false, h->opt.stream_queue_max);
+    stream_init(&st, h, conn, false);
     pthread_mutex_lock(&h->mu);
     h->nstreams++;
     pthread_mutex_unlock(&h->mu);
@@ -1292,7 +1365,7 @@ static int on_message(struct mcp_http *h, struct mg_connection *conn)
     status = read_body(conn, h->opt.body_max, &body, &len);
     if (status == 0) {
         mcp_session_handle(hs->ms, body, len, NULL); /* answers go to the session's stream */
-        write_answer(conn, 202, "text/plain", "Accepted", 8, NULL, NULL);
+        write_answer(conn, 202, "text/plain", "Accepted", 8, NULL, NULL, NULL);
         status = 202;
     }
     free(body);

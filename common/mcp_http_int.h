@@ -57,6 +57,9 @@ struct hstream {
     struct hsess *inline_hs; /* set (owner) when a handler answers at length on the owner
                                 thread (hsess_may_block): a client that leaves cancels it */
     char session_header[MCP_HTTP_ID_LEN + 1]; /* Mcp-Session-Id to send with the first bytes */
+    const char *keepalive; /* the keep-alive header line of its answers: h's copy, keepalive_buf
+                              or a literal (mcp_http__keepalive_cached) */
+    char keepalive_buf[48];
 };
 
 /* A session of the transport: the engine's session plus how its messages reach the client. */
@@ -87,6 +90,11 @@ struct mcp_http {
     int nws;
     atomic_bool closing;
     void *ws_ctx; /* owned: civetweb's WebSocket handler data (mcp_http_ws.c) */
+    /* mcp_http__keepalive_header() of the context mcp_http_attach_ws() was given, worked out
+     * there once (civetweb looks each option up by name); written once, before ka_ctx is
+     * published, and never again. Another context's requests work it out each time. */
+    _Atomic(const struct mg_context *) ka_ctx;
+    char ka_text[48];
 };
 
 /* ---- mcp_http.c, for the other files ---- */
@@ -110,6 +118,14 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
  * ("Connection: close\r\n"). Without it a client reuses a connection the server is closing at
  * that moment, and its next request fails ("fetch failed" in undici). Returns buf or a literal. */
 const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size);
+
+/* The same for a context; mcp_http_attach_ws() keeps ctx's in h (ka_ctx, ka_text). */
+const char *mcp_http__keepalive_of(const struct mg_context *ctx, char *buf, size_t size);
+
+/* mcp_http__keepalive_header() by way of h's copy when conn is of the context it was made for:
+ * the copy, or buf filled in. */
+const char *mcp_http__keepalive_cached(struct mcp_http *h, const struct mg_connection *conn,
+                                       char *buf, size_t size);
 
 /* ---- mcp_http_checks.c ---- */
 

@@ -435,6 +435,21 @@ static void on_close(const struct mg_connection *conn, void *cbdata)
     mcp_http__session_end(h, w->hs);
 }
 
+/* Works out ctx's keep-alive header line once for h's answers (mcp_http__keepalive_cached):
+ * the first context attached keeps it. */
+static void keep_keepalive(struct mcp_http *h, const struct mg_context *ctx)
+{
+    char buf[sizeof(h->ka_text)];
+
+    pthread_mutex_lock(&h->mu);
+    if (!atomic_load_explicit(&h->ka_ctx, memory_order_relaxed)) {
+        snprintf(h->ka_text, sizeof(h->ka_text), "%s",
+                 mcp_http__keepalive_of(ctx, buf, sizeof(buf)));
+        atomic_store_explicit(&h->ka_ctx, ctx, memory_order_release);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
 int mcp_http_attach_ws(struct mcp_http *h, struct mg_context *ctx,
                        bool (*origin_ok)(void *ctx, const char *origin), void *origin_ctx,
                        struct errinfo *err)
@@ -443,6 +458,7 @@ int mcp_http_attach_ws(struct mcp_http *h, struct mg_context *ctx,
     static struct mg_websocket_subprotocols subs = {1, protocols};
     struct ws_ctx *x;
 
+    keep_keepalive(h, ctx);
     if (!h->ws_path)
         return 0;
     if (!mg_check_feature(MG_FEATURES_WEBSOCKET)) {
