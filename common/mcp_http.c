@@ -241,11 +241,33 @@ static void stream_destroy(struct hstream *st)
     pthread_mutex_destroy(&st->mu);
 }
 
+/* True when json is a result: the engine's answers begin {"jsonrpc":"2.0","id":<id>, and then
+ * "result" or "error". Lets answer_status skip its search of a result's text (4 KiB and more for
+ * a file read), where an "error" member of the result itself is no JSON-RPC error either. */
+static bool is_result(const char *json, size_t len)
+{
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", tail[] = ",\"result\":";
+    size_t i = sizeof(head) - 1;
+
+    if (len < i || memcmp(json, head, i) != 0)
+        return false;
+    if (i < len && json[i] == '"') { /* a string id: to its closing quote */
+        for (i++; i < len && json[i] != '"'; i++)
+            if (json[i] == '\\')
+                i++;
+        i++;
+    } else { /* a number or null */
+        while (i < len && json[i] != ',' && json[i] != '}')
+            i++;
+    }
+    return i <= len && len - i >= sizeof(tail) - 1 && memcmp(json + i, tail, sizeof(tail) - 1) == 0;
+}
+
 /* The HTTP status for a JSON answer: a modern error's own, 400 for a parse error, else 200. */
 static int answer_status(const struct hstream *st, const char *json, size_t len)
 {
     static const char key[] = "\"error\":{\"code\":";
-    const char *p = memmem(json, len, key, sizeof(key) - 1);
+    const char *p = is_result(json, len) ? NULL : memmem(json, len, key, sizeof(key) - 1);
     long code;
 
     if (!p)
