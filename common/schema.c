@@ -262,8 +262,19 @@ size_t schema_path_push_key(struct schema_path *p, const char *key)
     size_t len = p->len;
 
     if (is_plain_key(key) && strlen(key) <= SCHEMA_VALUE_CUT) {
-        int n = snprintf(p->buf + len, sizeof(p->buf) - len, ".%s", key);
-        p->len = n < 0 ? len : len + (size_t)n;
+        /* ".key", cut to fit (every call validates its arguments: no snprintf here). */
+        size_t klen = strlen(key);
+
+        if (len + 1 < sizeof(p->buf)) {
+            size_t fit = sizeof(p->buf) - len - 2;
+
+            p->buf[len] = '.';
+            memcpy(p->buf + len + 1, key, klen < fit ? klen : fit);
+            p->buf[len + 1 + (klen < fit ? klen : fit)] = '\0';
+        } else {
+            p->buf[sizeof(p->buf) - 1] = '\0';
+        }
+        p->len = len + 1 + klen;
     } else if (len + 8 < sizeof(p->buf)) {
         memcpy(p->buf + len, "[\"", 3);
         len += 2;
@@ -277,6 +288,18 @@ size_t schema_path_push_key(struct schema_path *p, const char *key)
     if (p->len >= sizeof(p->buf))
         p->len = sizeof(p->buf) - 1;
     return old;
+}
+
+/* Starts the path at root, cut to fit. */
+static void path_start(struct schema_path *p, const char *root)
+{
+    size_t len = strlen(root);
+
+    if (len >= sizeof(p->buf))
+        len = sizeof(p->buf) - 1;
+    memcpy(p->buf, root, len);
+    p->buf[len] = '\0';
+    p->len = len;
 }
 
 size_t schema_path_push_index(struct schema_path *p, size_t i)
@@ -730,7 +753,7 @@ int schema_first_violation(const cJSON *schema, const cJSON *type, const cJSON *
 
     memset(&sub, 0, sizeof(sub));
     sub.path = &path;
-    path.len = (size_t)snprintf(path.buf, sizeof(path.buf), "%s", what);
+    path_start(&path, what);
     if (type) {
         if (check_type(&sub, type, v))
             return 0;
@@ -754,9 +777,7 @@ int schema_validate(const cJSON *schema, const cJSON *value, const char *root,
     memset(&c, 0, sizeof(c));
     c.rep = rep;
     c.path = &path;
-    path.len = (size_t)snprintf(path.buf, sizeof(path.buf), "%s", root ? root : "value");
-    if (path.len >= sizeof(path.buf))
-        path.len = sizeof(path.buf) - 1;
+    path_start(&path, root ? root : "value");
     rep->count = 0;
     if (!value) {
         type = cJSON_IsObject(schema) ? cJSON_GetObjectItemCaseSensitive(schema, "type") : NULL;
