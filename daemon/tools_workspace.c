@@ -215,7 +215,9 @@ static int read_base64(const struct vfs_data *d, struct tools_result *out, struc
     return rc;
 }
 
-static int read_text(const char *path, const struct vfs_data *d, struct tools_result *out,
+/* The text of d as out's result; a whole file's buffer is handed over (d->data is then NULL)
+ * instead of copied. */
+static int read_text(const char *path, struct vfs_data *d, struct tools_result *out,
                      struct errinfo *err)
 {
     size_t start = 0, end = d->len, bad;
@@ -247,6 +249,13 @@ static int read_text(const char *path, const struct vfs_data *d, struct tools_re
     }
     if (d->offset + end < d->file_size)
         nl = read_note(note, sizeof(note), d->offset + start, d->offset + end, d->file_size);
+    if (start == 0 && end == d->len && nl == 0) { /* vfs_read NUL-terminated it */
+        out->data = d->data;
+        d->data = NULL;
+        out->len = d->len;
+        out->is_json = false;
+        return 0;
+    }
     return set_text(out, d->data + start, end - start, note, (size_t)(nl > 0 ? nl : 0), err);
 }
 
