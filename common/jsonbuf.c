@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "utf8.h"
 
 #define JSONBUF_FIRST_CAP 64 /* first allocation; doubles from there */
@@ -88,6 +92,22 @@ static bool word_needs_escape(const unsigned char *p)
             highs) != 0;
 }
 
+#if defined(__SSE2__)
+/* The offset of the first of the 16 bytes at p that is a control character, non-ASCII, '"' or
+ * '\\', or 16 when there is none. Signed compares: a byte of 0x80 or more is negative, so
+ * "below 0x20" catches both ranges at once. */
+static unsigned first_special16(const unsigned char *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                          _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    unsigned bits = (unsigned)_mm_movemask_epi8(m);
+
+    return bits ? (unsigned)__builtin_ctz(bits) : 16;
+}
+#endif
+
 /* Writes the escape for byte c (a control character, '"', '\\', or a byte that does not begin
  * well-formed UTF-8, which becomes U+FFFD) at out, which has room for 6 bytes. Returns the
  * new end. */
@@ -133,6 +153,19 @@ int jsonbuf_put_json_string(struct jsonbuf *b, const char *str, size_t n, struct
     while (i < n) {
         unsigned char c;
 
+#if defined(__SSE2__)
+        /* Sixteen bytes at a time, up to the first that needs a look: all 16 are copied (room
+         * for them is guaranteed, see above), and what follows that byte is written again. */
+        while (n - i >= 16) {
+            unsigned plain = first_special16(s + i);
+
+            memcpy(out, s + i, 16);
+            out += plain;
+            i += plain;
+            if (plain < 16)
+                break;
+        }
+#endif
         /* Eight plain ASCII bytes at a time (room for them is guaranteed, see above). */
         while (n - i >= 8 && !word_needs_escape(s + i)) {
             memcpy(out, s + i, 8);
