@@ -307,10 +307,32 @@ cJSON *call_service_budget_json(struct call_service *svc)
     return o;
 }
 
+/* Writes "<prefix>-<n>" at buf (size bytes), cut to fit as snprintf would: every call mints
+ * one, and this is the quick path of a quick call. */
+static void put_id(char *buf, size_t size, const char *prefix, uint_fast64_t n)
+{
+    char digits[24];
+    size_t nd = 0, len = strlen(prefix), at;
+
+    do {
+        digits[nd++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    if (size == 0)
+        return;
+    at = len < size - 1 ? len : size - 1;
+    memcpy(buf, prefix, at);
+    if (at < size - 1)
+        buf[at++] = '-';
+    while (nd > 0 && at < size - 1)
+        buf[at++] = digits[--nd];
+    buf[at] = '\0';
+}
+
 void call_service_mint_id(struct call_service *svc, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s-%" PRIuFAST64, svc->id_prefix,
-             atomic_fetch_add_explicit(&svc->next_id, 1, memory_order_relaxed));
+    put_id(buf, size, svc->id_prefix,
+           atomic_fetch_add_explicit(&svc->next_id, 1, memory_order_relaxed));
 }
 
 const struct catalog_tool *call_service_find(const struct call_service *svc, const char *name)
@@ -428,8 +450,14 @@ const char *call_id(const struct call *c)
 
 void call_set_client(struct call *c, const char *client)
 {
-    if (c)
-        snprintf(c->client, sizeof(c->client), "%s", client ? client : "");
+    size_t len;
+
+    if (!c)
+        return;
+    len = client ? strnlen(client, sizeof(c->client) - 1) : 0;
+    if (len)
+        memcpy(c->client, client, len);
+    c->client[len] = '\0';
 }
 
 const char *call_client(const struct call *c)
