@@ -534,9 +534,62 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
 
 /* ---- sessions ---- */
 
+/* Keeps a message for the session's next stream (hs->mu held): the newest MCP_HTTP_HELD_MAX
+ * bytes, the oldest dropped first. */
+static void hold(struct hsess *hs, const char *json, size_t len, enum mcp_route_kind kind)
+{
+    struct qmsg *m = len <= MCP_HTTP_HELD_MAX ? malloc(sizeof(*m) + len + 1) : NULL;
+
+    if (!m) {
+        log_debug("mcp-http: a message for session %s, which has no stream open, was dropped",
+                  hs->id);
+        return;
+    }
+    m->next = NULL;
+    m->kind = kind;
+    m->len = len;
+    memcpy(m->text, json, len);
+    m->text[len] = '\0';
+    while (hs->held && hs->held_bytes + len > MCP_HTTP_HELD_MAX) {
+        struct qmsg *old = hs->held;
+
+        hs->held = old->next;
+        hs->held_bytes -= old->len;
+        free(old);
+        log_debug("mcp-http: session %s has no stream open: its oldest held message was dropped",
+                  hs->id);
+    }
+    if (!hs->held)
+        hs->held_tail = NULL;
+    if (hs->held_tail)
+        hs->held_tail->next = m;
+    else
+        hs->held = m;
+    hs->held_tail = m;
+    hs->held_bytes += len;
+}
+
+/* Hands the session's held messages to st, its new stream, ahead of anything else (hs->mu
+ * held; st is not started yet, so only its queue is touched). */
+static void give_held(struct hsess *hs, struct hstream *st)
+{
+    if (!hs->held)
+        return;
+    pthread_mutex_lock(&st->mu);
+    hs->held_tail->next = st->head;
+    if (!st->head)
+        st->tail = hs->held_tail;
+    st->head = hs->held;
+    st->queued += hs->held_bytes;
+    pthread_mutex_unlock(&st->mu);
+    hs->held = hs->held_tail = NULL;
+    hs->held_bytes = 0;
+}
+
 static void hsess_send(void *ctx, const char *json, size_t len, const struct mcp_route *route)
 {
     struct hsess *hs = ctx;
+    enum mcp_route_kind kind;
 
     if (route->origin) {
         stream_deliver(route->origin, json, len, route->kind);
@@ -546,15 +599,13 @@ static void hsess_send(void *ctx, const char *json, size_t len, const struct mcp
         mcp_http__ws_send(hs, json, len);
         return;
     }
+    kind = route->kind == MCP_ROUTE_RESPONSE ? MCP_ROUTE_SESSION /* never ends the stream */
+                                             : route->kind;
     pthread_mutex_lock(&hs->mu);
     if (hs->out)
-        stream_deliver(hs->out, json, len,
-                       route->kind == MCP_ROUTE_RESPONSE
-                           ? MCP_ROUTE_SESSION /* never ends the stream */
-                           : route->kind);
+        stream_deliver(hs->out, json, len, kind);
     else
-        log_debug("mcp-http: a message for session %s, which has no stream open, was dropped",
-                  hs->id);
+        hold(hs, json, len, kind);
     pthread_mutex_unlock(&hs->mu);
 }
 
@@ -570,6 +621,12 @@ static void hsess_closed(void *ctx)
 {
     struct hsess *hs = ctx;
 
+    while (hs->held) {
+        struct qmsg *m = hs->held;
+
+        hs->held = m->next;
+        free(m);
+    }
     if (hs->ws)
         mcp_http__ws_free(hs->ws);
     pthread_mutex_destroy(&hs->mu);
@@ -1285,6 +1342,7 @@ static int on_get(struct mcp_http *h, struct mg_connection *conn)
     pthread_mutex_unlock(&h->mu);
     pthread_mutex_lock(&hs->mu);
     hs->out = &st;
+    give_held(hs, &st);
     pthread_mutex_unlock(&hs->mu);
     if (start_sse(&st) == 0)
         stream_run(h, &st, true);

@@ -20,6 +20,8 @@
 
 enum hs_kind { HS_STREAMABLE, HS_STATELESS, HS_SSE, HS_WS };
 
+#define MCP_HTTP_HELD_MAX ((size_t)16 << 10) /* bytes of a session's messages held for a stream */
+
 /* One queued message. */
 struct qmsg {
     struct qmsg *next;
@@ -72,6 +74,11 @@ struct hsess {
     pthread_mutex_t mu;
     struct hstream *out; /* where origin-less messages go: the GET stream (Streamable), the /sse
                             stream (SSE); NULL when there is none now */
+    /* Origin-less messages sent while no stream was open (a list change just after initialize,
+     * before the client's GET arrived): the next stream starts with them. The newest
+     * MCP_HTTP_HELD_MAX bytes are kept (hs->mu). */
+    struct qmsg *held, *held_tail;
+    size_t held_bytes;
     int64_t last_used_ms;
     unsigned busy; /* requests of it being served now (h->mu) */
     bool listed;   /* in h->sessions */

@@ -135,3 +135,43 @@ test('DELETE while a call of the session runs: the call is cancelled, its POST a
     assert.deepEqual(end, { code: 0, signal: null }, own.stderr().slice(-3000));
   }
 });
+
+// A notification sent while a Streamable HTTP session has no GET stream open yet (a list
+// change right after initialize, before the client's GET arrives) is held, bounded, and the
+// stream starts with it: a client that opens its stream a moment late misses nothing.
+test('messages sent before the GET stream opens are held for it and come first', async () => {
+  const own = await startDaemon({ workspace: ':memory:' });
+  try {
+    const s = await mcpSession(own);
+    assert.equal((await s.post({ jsonrpc: '2.0', id: 1, method: 'logging/setLevel',
+                                 params: { level: 'debug' } })).status, 200);
+    // Console lines while the session has no stream: each becomes a notifications/message.
+    assert.equal((await own.call('exec', { command: 'echo held-before-stream' })).body.ok, true);
+    let text = '';
+    let sawAfter;
+    const sawAfterLine = new Promise((resolve) => { sawAfter = resolve; });
+    const req = http.request({ host: '127.0.0.1', port: own.port, path: '/mcp', agent: false,
+                               headers: { Accept: 'text/event-stream', 'Mcp-Session-Id': s.id } },
+                             (res) => {
+                               assert.equal(res.statusCode, 200);
+                               res.setEncoding('utf8');
+                               res.on('data', (c) => {
+                                 text += c;
+                                 if (text.includes('sent-after-stream')) sawAfter();
+                               });
+                             });
+    req.on('error', () => {});
+    req.end();
+    await until('the GET stream open', async () => (await own.get('/health')).body.mcp.streams === 1);
+    assert.equal((await own.call('exec', { command: 'echo sent-after-stream' })).body.ok, true);
+    await sawAfterLine;
+    const held = text.indexOf('held-before-stream');
+    assert.ok(held >= 0, `the held message is on the stream: ${text.slice(0, 2000)}`);
+    assert.ok(held < text.indexOf('sent-after-stream'), 'and it comes before the later one');
+    assert.match(text, /"method":"notifications\/message"/);
+    req.destroy();
+  } finally {
+    const end = await own.stop();
+    assert.deepEqual(end, { code: 0, signal: null }, own.stderr().slice(-3000));
+  }
+});
