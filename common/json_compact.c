@@ -3,7 +3,8 @@
  *
  * One pass over the text, driven by a small state machine (a value is expected, a member name
  * is expected, a value has ended) and an explicit stack of the open containers, so nesting
- * costs no C stack: the engine registers tools from threads with small stacks. */
+ * costs no C stack: the engine registers tools from threads with small stacks. The copy is made
+ * of the runs of text between whitespace, so a text that is compact already is one copy. */
 #include "json_compact.h"
 
 #include <stdbool.h>
@@ -206,11 +207,34 @@ static size_t scan_scalar(const char *s, size_t len, size_t i, const char **why,
     return end;
 }
 
+/* What json_compact has copied: text[0..from) is done, the whitespace in it left out. */
+struct copier {
+    const char *text;
+    size_t from;
+    struct jsonbuf *out;
+    struct errinfo *err;
+};
+
+/* Skips the whitespace at i, first copying the run of text before it; returns its end. The
+ * only bytes the copy leaves out are the ones skipped here, so a compact text is copied in one
+ * piece. */
+static size_t skip(struct copier *cp, size_t len, size_t i)
+{
+    size_t j = skip_ws(cp->text, len, i);
+
+    if (j > i) {
+        jsonbuf_put(cp->out, cp->text + cp->from, i - cp->from, cp->err);
+        cp->from = j;
+    }
+    return j;
+}
+
 int json_compact(const char *text, size_t len, struct jsonbuf *out, struct errinfo *err)
 {
     unsigned char open[JSON_COMPACT_DEPTH]; /* '{' or '[' of each open container */
     enum scan_state state = WANT_VALUE;
     size_t depth = 0, i = skip_ws(text, len, 0), end, at;
+    struct copier cp = {.text = text, .from = i, .out = out, .err = err};
     const char *why = NULL;
     int first;
 
@@ -220,12 +244,16 @@ int json_compact(const char *text, size_t len, struct jsonbuf *out, struct errin
     for (;;) {
         char c, close;
 
-        i = skip_ws(text, len, i);
         if (state == AFTER_VALUE && depth == 0) {
+            size_t value_end = i;
+
+            i = skip_ws(text, len, i);
             if (i != len)
                 return bad(err, i, "more text after the value");
+            jsonbuf_put(out, text + cp.from, value_end - cp.from, err);
             return out->failed ? -1 : first;
         }
+        i = skip(&cp, len, i);
         if (i >= len)
             return bad(err, i,
                        depth ? "the text ends inside an object or array"
@@ -238,10 +266,9 @@ int json_compact(const char *text, size_t len, struct jsonbuf *out, struct errin
                 if (depth == JSON_COMPACT_DEPTH)
                     return bad(err, i, "nested more than 1000 levels deep");
                 open[depth++] = (unsigned char)c;
-                jsonbuf_put(out, &text[i], 1, err);
-                i = skip_ws(text, len, i + 1);
+                i = skip(&cp, len, i + 1);
                 if (i < len && text[i] == (c == '{' ? '}' : ']')) {
-                    jsonbuf_put(out, &text[i++], 1, err);
+                    i++;
                     depth--;
                     state = AFTER_VALUE;
                 } else {
@@ -252,7 +279,6 @@ int json_compact(const char *text, size_t len, struct jsonbuf *out, struct errin
             end = scan_scalar(text, len, i, &why, &at);
             if (!end)
                 return bad(err, at, why);
-            jsonbuf_put(out, &text[i], end - i, err);
             i = end;
             state = AFTER_VALUE;
             continue;
@@ -262,21 +288,18 @@ int json_compact(const char *text, size_t len, struct jsonbuf *out, struct errin
             end = scan_string(text, len, i, &why, &at);
             if (!end)
                 return bad(err, at, why);
-            jsonbuf_put(out, &text[i], end - i, err);
-            i = skip_ws(text, len, end);
+            i = skip(&cp, len, end);
             if (i >= len || text[i] != ':')
                 return bad(err, i, "expected ':' after a member name");
-            jsonbuf_put(out, ":", 1, err);
             i++;
             state = WANT_VALUE;
             continue;
         case AFTER_VALUE:
             if (c == ',') {
-                jsonbuf_put(out, ",", 1, err);
                 i++;
                 state = open[depth - 1] == '{' ? WANT_KEY : WANT_VALUE;
             } else if (c == close) {
-                jsonbuf_put(out, &text[i++], 1, err);
+                i++;
                 depth--;
             } else {
                 return bad(err, i, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");

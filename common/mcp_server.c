@@ -281,13 +281,16 @@ static int compact_arg(const char *tool, const char *what, const char *text, cha
 {
     struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
     struct errinfo why = {0};
+    size_t len_in;
     int first;
 
     *out = NULL;
     *len = 0;
     if (!text)
         return 0;
-    first = json_compact(text, strlen(text), &b, &why);
+    len_in = strlen(text);
+    /* The copy is at most as long: one allocation. */
+    first = jsonbuf_reserve(&b, len_in, &why) < 0 ? -1 : json_compact(text, len_in, &b, &why);
     if (first != '{') {
         jsonbuf_cleanup(&b);
         if (first < 0 && why.kind != ERR_INVALID) {
@@ -331,7 +334,11 @@ static char *make_entry(const struct mcp_tool *tool, const char *in, size_t in_l
                         size_t out_len, const char *ann, size_t ann_len, size_t *len)
 {
     struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
+    size_t title = tool->title ? strlen(tool->title) : 0;
+    size_t desc = tool->description ? strlen(tool->description) : 0;
 
+    /* Room for all of it, escapes aside: one allocation for most tools. */
+    jsonbuf_reserve(&b, 96 + strlen(tool->name) + title + desc + in_len + out_len + ann_len, NULL);
     jsonbuf_puts(&b, "{\"name\":", NULL);
     jsonbuf_put_json_string(&b, tool->name, strlen(tool->name), NULL);
     if (tool->title) {
@@ -549,8 +556,11 @@ int mcp__put_tools_json(struct mcp_server *srv, struct jsonbuf *b)
     if (srv->tools_json_gen != srv->tools_gen) {
         struct jsonbuf all = JSONBUF_INIT(MCP_RESPONSE_MAX);
         char *text;
-        size_t len = 0;
+        size_t len = 0, total = 2 + srv->ntools;
 
+        for (size_t i = 0; i < srv->ntools; i++)
+            total += srv->tools[i].entry_len;
+        jsonbuf_reserve(&all, total, NULL);
         jsonbuf_put(&all, "[", 1, NULL);
         for (size_t i = 0; i < srv->ntools; i++) {
             if (i)
