@@ -339,6 +339,21 @@ static int owner_write(struct hstream *st, const char *json, size_t len, enum mc
     return 0;
 }
 
+struct qmsg *mcp_http__qmsg(const char *json, size_t len, enum mcp_route_kind kind)
+{
+    struct qmsg *m = malloc(sizeof(*m) + len + 1);
+
+    if (!m)
+        return NULL;
+    m->next = NULL;
+    m->kind = kind;
+    m->len = len;
+    if (len)
+        memcpy(m->text, json, len);
+    m->text[len] = '\0';
+    return m;
+}
+
 /* A message for stream st (the engine's send, any thread). */
 static void stream_deliver(struct hstream *st, const char *json, size_t len,
                            enum mcp_route_kind kind)
@@ -355,7 +370,7 @@ static void stream_deliver(struct hstream *st, const char *json, size_t len,
         }
         return;
     }
-    m = malloc(sizeof(*m) + len + 1);
+    m = mcp_http__qmsg(json, len, kind);
     pthread_mutex_lock(&st->mu);
     if (!m || st->dead || st->done) {
         pthread_mutex_unlock(&st->mu);
@@ -372,12 +387,6 @@ static void stream_deliver(struct hstream *st, const char *json, size_t len,
         free(m);
         return;
     }
-    m->next = NULL;
-    m->kind = kind;
-    m->len = len;
-    if (len)
-        memcpy(m->text, json, len);
-    m->text[len] = '\0';
     if (st->tail)
         st->tail->next = m;
     else
@@ -538,18 +547,13 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
  * bytes, the oldest dropped first. */
 static void hold(struct hsess *hs, const char *json, size_t len, enum mcp_route_kind kind)
 {
-    struct qmsg *m = len <= MCP_HTTP_HELD_MAX ? malloc(sizeof(*m) + len + 1) : NULL;
+    struct qmsg *m = len <= MCP_HTTP_HELD_MAX ? mcp_http__qmsg(json, len, kind) : NULL;
 
     if (!m) {
         log_debug("mcp-http: a message for session %s, which has no stream open, was dropped",
                   hs->id);
         return;
     }
-    m->next = NULL;
-    m->kind = kind;
-    m->len = len;
-    memcpy(m->text, json, len);
-    m->text[len] = '\0';
     while (hs->held && hs->held_bytes + len > MCP_HTTP_HELD_MAX) {
         struct qmsg *old = hs->held;
 

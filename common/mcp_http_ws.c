@@ -165,7 +165,7 @@ void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
         return;
     }
     pthread_mutex_unlock(&w->mu);
-    m = malloc(sizeof(*m) + len + 1);
+    m = mcp_http__qmsg(json, len, MCP_ROUTE_RESPONSE);
     if (!m)
         return;
     pthread_mutex_lock(&w->mu);
@@ -186,11 +186,6 @@ void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
         free(m);
         return;
     }
-    m->next = NULL;
-    m->kind = MCP_ROUTE_RESPONSE;
-    m->len = len;
-    memcpy(m->text, json, len);
-    m->text[len] = '\0';
     if (w->tail)
         w->tail->next = m;
     else
