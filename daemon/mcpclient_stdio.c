@@ -2,7 +2,8 @@
  * server is a child of runboxd, JSON-RPC messages are lines on its stdin and stdout, and its
  * stderr goes to the console (source "mcp:<name>").
  *
- * The child is forked (not posix_spawn: it must ask for PR_SET_PDEATHSIG, so that a runboxd
+ * The child is started with threadstack_spawn (posix_spawn's way, sharing runboxd's memory
+ * until it execs, but our own child code: it must ask for PR_SET_PDEATHSIG, so that a runboxd
  * killed with -9 takes its servers along) into a process group of its own, with the signals
  * runboxd blocks unblocked and SIGPIPE back to its default; a failure before exec reaches the
  * parent as an errno on a close-on-exec pipe. Its environment is runboxd's, less RUNBOX_TOKEN,
@@ -171,28 +172,38 @@ static char **build_argv(const struct mcpclient_options *o, const struct registr
 
 /* ---- the child ---- */
 
-/* After fork: only async-signal-safe calls until exec. */
-static void __attribute__((noreturn))
-child_exec(const char *file, char **argv, char **envp, const char *cwd, int in, int out, int err,
-           int report, pid_t parent)
+/* What the child needs before it execs: all of it is the spawning thread's, which sleeps until
+ * the child has exec'd (threadstack_spawn). */
+struct exec_args {
+    const char *file;
+    char **argv, **envp;
+    const char *cwd;
+    int in, out, err, report; /* the pipes' child ends; report gets the errno of a failure */
+    pid_t parent;
+};
+
+/* The child, in runboxd's memory until execve: system calls only (threadstack.h). Every signal
+ * stays blocked until just before execve. */
+static int child_exec(void *arg)
 {
-    sigset_t all;
+    const struct exec_args *x = arg;
+    sigset_t none;
     int e;
 
     setpgid(0, 0);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != x->parent)
         threadstack_child_exit(127);
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+    signal(SIGPIPE, SIG_DFL); /* this process's own table: no CLONE_SIGHAND */
+    if (dup2(x->in, 0) < 0 || dup2(x->out, 1) < 0 || dup2(x->err, 2) < 0)
         goto fail;
-    if (cwd && chdir(cwd) < 0)
+    if (x->cwd && chdir(x->cwd) < 0)
         goto fail;
-    execve(file, argv, envp);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(x->file, x->argv, x->envp);
 fail:
     e = errno;
-    if (write(report, &e, sizeof(e)) < 0)
+    if (write(x->report, &e, sizeof(e)) < 0)
         threadstack_child_exit(127);
     threadstack_child_exit(127);
 }
@@ -211,7 +222,6 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
     int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, rep[2] = {-1, -1};
     char *path = find_command(s->command, env_value(s, "PATH"));
     char **argv = NULL, **envp = NULL;
-    pid_t parent = getpid();
     int rc = -1, e = 0;
     ssize_t n;
 
@@ -232,14 +242,23 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
         errinfo_sys(why, "cannot start %s", s->command);
         goto out;
     }
-    ch->pid = threadstack_fork(); /* child_exec is async-signal-safe */
+    {
+        struct exec_args x = {.file = argv[0],
+                              .argv = argv,
+                              .envp = envp,
+                              .cwd = s->sandbox ? NULL : s->cwd,
+                              .in = pin[0],
+                              .out = pout[1],
+                              .err = perr[1],
+                              .report = rep[1],
+                              .parent = getpid()};
+
+        ch->pid = threadstack_spawn(child_exec, &x);
+    }
     if (ch->pid < 0) {
-        errinfo_sys(why, "cannot fork for %s", s->command);
+        errinfo_sys(why, "cannot start a process for %s", s->command);
         goto out;
     }
-    if (ch->pid == 0)
-        child_exec(argv[0], argv, envp, s->sandbox ? NULL : s->cwd, pin[0], pout[1], perr[1],
-                   rep[1], parent);
     close_fd(&rep[1]);
     do
         n = read(rep[0], &e, sizeof(e));

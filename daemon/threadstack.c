@@ -1,7 +1,11 @@
 /* daemon/threadstack.c - threads whose stacks a fork does not copy (see threadstack.h). */
 #include "threadstack.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,6 +53,36 @@ pid_t threadstack_fork(void)
     return fork();
 #else
     return _Fork();
+#endif
+}
+
+/* The child's stack: its system calls and child_exec's locals need far less. */
+#define SPAWN_STACK_SIZE (64u << 10)
+
+pid_t threadstack_spawn(int (*child)(void *), void *arg)
+{
+#ifdef THREADSTACK_TSAN
+    pid_t pid = fork();
+
+    if (pid == 0)
+        threadstack_child_exit(child(arg));
+    return pid;
+#else
+    void *stack = aligned_alloc(64, SPAWN_STACK_SIZE);
+    sigset_t all, old;
+    pid_t pid;
+    int e;
+
+    if (!stack)
+        return -1;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = clone(child, (char *)stack + SPAWN_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+    e = errno; /* the child's calls wrote this thread's errno */
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    free(stack); /* the child has exec'd or ended: the stack is no one's now */
+    errno = e;
+    return pid;
 #endif
 }
 

@@ -493,7 +493,8 @@ test('bad config entries are errors naming the file and the key; the daemon star
     "refused": {"url": "http://127.0.0.1:${refused}/mcp"},
     "html": {"url": "http://127.0.0.1:${html.address().port}/"},
     "ok": {"command": ${JSON.stringify(process.execPath)}, "args": [${JSON.stringify(testServerScript)}, "stdio", "ok"]},
-    "ok": {"command": "true"}
+    "ok": {"command": "true"},
+    "nodir": {"command": ${JSON.stringify(process.execPath)}, "args": ["-e", "0"], "cwd": "/no-such-dir-registry-test"}
   }}`);
   writeConfig('good', { mcpServers: { extra: { command: process.execPath, args: [testServerScript, 'stdio', 'extra'] } } });
   const malformed = writeConfig('malformed', '{"mcpServers": {');
@@ -504,7 +505,8 @@ test('bad config entries are errors naming the file and the key; the daemon star
     for (;;) {
       by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name + (s.config_error ? '!' : ''), s]));
       const r = by.refused, h = by.html;
-      if (by.ok?.state === 'ready' && by.extra?.state === 'ready' && r?.last_error && h?.last_error) break;
+      if (by.ok?.state === 'ready' && by.extra?.state === 'ready' && r?.last_error && h?.last_error &&
+          by.nodir?.last_error) break;
       await new Promise((res) => setTimeout(res, 25));
     }
     assert.match(by['typo!'].config_error, new RegExp(`${file.replace(/[.]/g, '\\.')}: mcpServers\\.typo\\.type: unknown type "carrier-pigeon"`));
@@ -513,6 +515,8 @@ test('bad config entries are errors naming the file and the key; the daemon star
     assert.match(by['ok!'].config_error, /mcpServers\.ok: a second server named "ok"/);
     assert.match(by.refused.last_error, /^refused: .*Couldn't connect|^refused: .*refused/i);
     assert.match(by.html.last_error, /HTML page/);
+    // The child's failure before execve reaches runboxd with its errno.
+    assert.match(by.nodir.last_error, /^nodir: cannot run "[^"]*node" in \/no-such-dir-registry-test: No such file or directory/);
     assert.equal(by.extra.state, 'ready', 'a server of --mcp-config FILE');
     assert.match(d.stderr(), new RegExp(`${malformed.replace(/[.]/g, '\\.')}: not a JSON config file`));
     assert.match(d.stderr(), /mcpServers\.typo\.type: unknown type .*the server is skipped/);
@@ -525,6 +529,32 @@ test('bad config entries are errors naming the file and the key; the daemon star
     await d.stop();
     html.close();
   }
+});
+
+test('runboxd killed with -9 takes its stdio servers along', async () => {
+  // Servers that stay after their stdin ends: only the death signal runboxd's children ask for
+  // (PR_SET_PDEATHSIG) ends them.
+  const linger = (n) => ({ command: process.execPath, args: [testServerScript, 'stdio', n], env: { MCPSERVERS_LINGER: '1' } });
+  const file = writeConfig('orphans', { mcpServers: { a: linger('a'), b: linger('b') } });
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', file] });
+  let pids;
+  try {
+    for (;;) {
+      const s = (await d.get('/mcp-servers')).body.servers;
+      if (s.length === 2 && s.every((x) => x.state === 'ready')) { pids = s.map((x) => x.pid); break; }
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    for (const pid of pids) process.kill(pid, 0); // running
+    process.kill(d.pid, 'SIGKILL');
+  } finally {
+    await d.stop();
+  }
+  const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+  const until = Date.now() + 10000;
+  while (pids.some(alive) && Date.now() < until) await new Promise((res) => setTimeout(res, 25));
+  const left = pids.filter(alive);
+  for (const pid of left) process.kill(pid, 'SIGKILL');
+  assert.deepEqual(left, [], 'no server outlives runboxd');
 });
 
 test('no endpoint or method adds a server: the registry is read-only from the outside', async () => {

@@ -88,7 +88,9 @@ export async function startWsServer(name, events = {}) {
 }
 
 // As a program: `node mcpservers.mjs stdio NAME` serves the test tools over stdio, and says
-// on stderr when a slow call starts or sees its cancellation (the console shows it).
+// on stderr when a slow call starts or sees its cancellation (the console shows it). With
+// MCPSERVERS_LINGER=1 it stays after its stdin ends, like a server that never notices its
+// client is gone.
 if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === 'stdio') {
   const name = process.argv[3] || 'stdio';
   const server = testServer(name, {
@@ -97,4 +99,5 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
   });
   await server.connect(new StdioServerTransport());
   console.error(`${name}: serving on stdio`);
+  if (process.env.MCPSERVERS_LINGER === '1') setInterval(() => {}, 1 << 30);
 }
