@@ -19,6 +19,7 @@
 //    idle machine; ten Node starts need ten times its CPU (~0.25 s each here), so on 2 cores
 //    the last can be ready no sooner than about five solo starts. The row "for scale" shows that
 //    floor: the same ten started at once by this process itself, without runboxd.
+// PARTS=echo or PARTS=many runs one of the two.
 // Prints a line per figure and JSON lines {"measure","value","target","met"} for report.mjs.
 // A benchmark, not a test: nothing fails because a number is slow.
 import { spawn } from 'node:child_process';
@@ -40,6 +41,7 @@ const CALLS = Number(process.env.CALLS || 1000);
 const WARMUP = Number(process.env.WARMUP || 100);
 const RUNS = Number(process.env.RUNS || 3);
 const UPSTREAMS = Number(process.env.UPSTREAMS || 10);
+const PARTS = (process.env.PARTS || 'echo,many').split(',');
 if (!RUNBOXD) throw new Error('set RUNBOXD to the runboxd binary');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'registry-bench-'));
 const kids = [];
@@ -261,12 +263,20 @@ async function echoBench() {
 }
 
 // ---------------------------------------------------------------- 2. ten upstreams
+// Kills a child and waits until it is gone, so that the next measure starts on an idle machine.
+function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const gone = new Promise((resolve) => child.once('exit', resolve));
+  child.kill();
+  return gone;
+}
+
 async function soloStart() {
   const t0 = process.hrtime.bigint();
   const c = stdioClient(process.execPath, [testServer, 'stdio', 'solo']);
   await c.request('initialize', INIT);
   const t = ms(t0);
-  c.child.kill();
+  await stop(c.child);
   return t;
 }
 
@@ -277,7 +287,7 @@ async function togetherStart() {
   const t0 = process.hrtime.bigint();
   const clients = Array.from({ length: UPSTREAMS }, (_, i) => stdioClient(process.execPath, [testServer, 'stdio', `t${i}`]));
   const t = await Promise.all(clients.map((c) => c.request('initialize', INIT).then(() => ms(t0))));
-  for (const c of clients) c.child.kill();
+  await Promise.all(clients.map((c) => stop(c.child)));
   return Math.max(...t);
 }
 
@@ -306,6 +316,6 @@ async function manyBench() {
   ];
 }
 
-const lines = [...await echoBench(), ...await manyBench()];
+const lines = [...(PARTS.includes('echo') ? await echoBench() : []), ...(PARTS.includes('many') ? await manyBench() : [])];
 for (const l of lines) console.log(JSON.stringify(l));
 process.exit(0);
