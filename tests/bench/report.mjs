@@ -291,7 +291,8 @@ if (extra.length) {
   p('Measured by `tests/bench/exec-bench.sh`, `resources-bench.mjs`, `sandbox-bench.mjs`,');
   p('`studio-bench.mjs`, `registry-bench.mjs` (external MCP servers: its header says exactly what');
   p('each row compares) and `rss-exec.mjs` in the same run, through `runbox` over stdio unless the');
-  p('row says otherwise.');
+  p('row says otherwise. One part of `registry-bench.mjs` alone: `PARTS=many RUNBOXD=build-bench/daemon/runboxd');
+  p('node tests/bench/registry-bench.mjs` (the ten upstreams; `PARTS=echo`: the echo rows).');
   p();
   p('| measure | this run | target |  |');
   p('| --- | ---: | ---: | --- |');
