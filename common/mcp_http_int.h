@@ -106,11 +106,11 @@ struct mcp_http {
 
 /* ---- mcp_http.c, for the other files ---- */
 
-/* A new session of kind (not yet listed), with its engine session. NULL with err. */
 /* A queued message holding a copy of json[0..len) (NUL-terminated), next NULL; NULL when out
  * of memory. Free with free(). */
 struct qmsg *mcp_http__qmsg(const char *json, size_t len, enum mcp_route_kind kind);
 
+/* A new session of kind (not yet listed), with its engine session. NULL with err. */
 struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsigned mflags,
                                     struct errinfo *err);
 

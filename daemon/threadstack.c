@@ -31,10 +31,10 @@ void threadstack_skip_forks(bool skip)
 
 #ifdef THREADSTACK_TSAN
 /* ThreadSanitizer asks for suppressions at start (built in: they also hold in a chroot and for
- * anyone running a TSan build). Only the children of threadstack_fork, between fork() and
- * execve(): the child keeps TSan's record of the parent's other threads without the threads,
- * and TSan then reports its own descriptor calls as racing with the parent's (a run's setup
- * process's open() of /dev/null "raced" the main thread's epoll_create1, in another process's
+ * anyone running a TSan build). Only the children of threadstack_fork and threadstack_spawn,
+ * between fork() and execve(): the child keeps TSan's record of the parent's other threads without
+ * the threads, and TSan then reports its own descriptor calls as racing with the parent's (a run's
+ * setup process's open() of /dev/null "raced" the main thread's epoll_create1, in another process's
  * descriptor table); the report's exit code, 66, failed the run. __tsan_ignore_thread_begin()
  * in the child does not cover TSan's descriptor records, so the child's entry points are
  * suppressed by name. Nothing in them runs in runboxd itself. */

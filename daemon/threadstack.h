@@ -11,7 +11,8 @@
  * The rule that makes this safe: runboxd never calls fork() (glibc's fork walks the descriptors
  * of all threads in the child, and those live on their stacks), only _Fork() or clone3, whose
  * children run async-signal-safe code on the forking thread's stack until they exec; and it
- * forks only from threads that are not marked (the exec supervisor, the MCP client threads). */
+ * forks only from threads that are not marked (the exec supervisor). A child that needs no
+ * copy at all (an external MCP server) comes from threadstack_spawn, which copies nothing. */
 #ifndef RUNBOX_THREADSTACK_H
 #define RUNBOX_THREADSTACK_H
 
@@ -40,7 +41,7 @@ pid_t threadstack_fork(void);
 /* Runs child(arg) in a new process that shares the caller's memory until it execs or ends
  * (CLONE_VM | CLONE_VFORK, what posix_spawn does), and returns its pid, or -1 with errno set.
  * Nothing is copied: no page tables, and no page is copied on write afterwards, in the child
- * or in runboxd. A fork of runboxd took 5 to 25 ms of a 2-core VM's time while ten external
+ * or in runboxd. A fork of runboxd took 5 to 27 ms of a 2-core VM's time while ten external
  * servers started at once, and its copied-on-write pages slowed the whole daemon after it.
  * The calling thread sleeps until the child has called execve or ended; child runs on a stack
  * of its own, with every signal blocked (so no handler of runboxd's runs in it), and must only
