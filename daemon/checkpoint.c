@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,23 @@ int cp_open_ws(int ws_fd, const char *path, int flags)
     return (int)syscall(SYS_openat2, ws_fd, path[0] ? path : ".", &how, sizeof(how));
 }
 
+/* A symlink's target, read into a buffer of its own size (lstat's st_size; PATH_MAX when that
+ * is not plausible). Kept out of walk_dir, whose frame is on the stack once per folder level:
+ * a path buffer there made 256 levels overflow a worker's stack. A link replaced meanwhile by
+ * a longer one is cut to the size lstat saw. NULL only when out of memory. */
+static char *link_target(int dfd, const char *name, off_t size)
+{
+    size_t cap = size > 0 && size < PATH_MAX ? (size_t)size + 1 : PATH_MAX;
+    char *buf = malloc(cap);
+    ssize_t n;
+
+    if (!buf)
+        return NULL;
+    n = readlinkat(dfd, name, buf, cap - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
 static int walk_dir(int dfd, const char *rel, int depth, struct cp_tree *t, struct errinfo *err)
 {
     int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -145,8 +163,11 @@ static int walk_dir(int dfd, const char *rel, int depth, struct cp_tree *t, stru
     }
     if (depth > CP_DEPTH_MAX) {
         closedir(d);
-        errinfo_set(err, ERR_TOO_LARGE, "checkpoint: /%s is nested deeper than %d folders", rel,
-                    CP_DEPTH_MAX);
+        /* What to do comes before the path, which can be longer than a message holds. */
+        errinfo_set(err, ERR_TOO_LARGE,
+                    "checkpoint: folders nest deeper than %d levels, more than a checkpoint "
+                    "saves; move or remove the deepest, then try again: /%s",
+                    CP_DEPTH_MAX, rel);
         return -1;
     }
     while (rc == 0 && (de = readdir(d)) != NULL) {
@@ -173,11 +194,7 @@ static int walk_dir(int dfd, const char *rel, int depth, struct cp_tree *t, stru
         from_stat(e, &st);
         e->type = S_ISREG(st.st_mode) ? 'f' : S_ISDIR(st.st_mode) ? 'd' : 'l';
         if (e->type == 'l') {
-            char buf[4096];
-            ssize_t n = readlinkat(dirfd(d), de->d_name, buf, sizeof(buf) - 1);
-
-            buf[n > 0 ? n : 0] = '\0';
-            e->target = strdup(buf);
+            e->target = link_target(dirfd(d), de->d_name, st.st_size);
             if (!e->target) {
                 errinfo_set(err, ERR_NOMEM, "checkpoint: out of memory");
                 rc = -1;

@@ -136,6 +136,39 @@ describe('checkpoints', () => {
   });
 });
 
+// Each folder level is a frame of a recursive walk on an HTTP worker's stack (1 MiB): a
+// 4 KiB buffer in that frame once made a checkpoint of a 250-level tree kill the daemon.
+describe('checkpoints: a tree as deep as they go', () => {
+  let d, store;
+  before(async () => {
+    store = path.join(storeDir(), 'store');
+    d = await startDaemon({ args: ['--checkpoint-dir', store] });
+  });
+  after(async () => { await d.stop(); rmSync(path.dirname(store), { recursive: true, force: true }); });
+
+  test('256 folders deep with a symlink at the bottom: saved, diffed and restored', async () => {
+    const deep = Array(256).fill('d').join('/');
+    await sh(d, `mkdir -p ${deep} && echo bottom > ${deep}/f && ln -s f ${deep}/link`);
+    const want = snapshot(d.workspace);
+    const id = ok(await d.call('checkpoint', { message: 'deep' })).structured.id;
+    const half = Array(100).fill('d').join('/');
+    await sh(d, `rm -rf d && mkdir -p ${half} && echo other > ${half}/g`);
+    const diff = ok(await d.call('diff', { from: id })).structured;
+    assert.deepEqual(diff.added, [`/${half}/g`]);
+    assert.ok(diff.removed.includes(`/${deep}/f`), JSON.stringify(diff.removed.slice(-3)));
+    ok(await d.call('restore_checkpoint', { id }));
+    assert.deepEqual(snapshot(d.workspace), want);
+  });
+
+  test('one level deeper: refused with the path, nothing listed, the daemon keeps serving', async () => {
+    const count = ok(await d.call('list_checkpoints')).result.checkpoints.length;
+    await sh(d, `mkdir -p ${Array(300).fill('e').join('/')}`);
+    assert.match(fail(await d.call('checkpoint', {})), /^checkpoint: folders nest deeper than 256 levels, more than a checkpoint saves; move or remove the deepest, then try again: \/(e\/)+/);
+    assert.equal(ok(await d.call('list_checkpoints')).result.checkpoints.length, count);
+    await sh(d, 'rm -rf e');
+  });
+});
+
 describe('checkpoints: retention and a full disk', () => {
   test('--checkpoint-keep 2 keeps the newest two and drops the blobs only they used', async () => {
     const store = path.join(storeDir(), 'store');
