@@ -565,7 +565,7 @@ static int send_tool_answer(struct mg_connection *conn, const char *id,
 /* A call answered on an event stream: its progress as it goes, then the answer. The progress
  * sink may run on the ticker's thread while the worker waits in call_run, hence the lock. */
 struct tool_stream {
-    struct mg_connection *conn;
+    struct api_sse sse;
     pthread_mutex_t mu;
     bool broken; /* a write failed: the client is gone */
 };
@@ -587,7 +587,7 @@ static void stream_progress(void *ctx, double progress, double total, const char
     }
     jsonbuf_puts(&b, "}", NULL);
     pthread_mutex_lock(&ts->mu);
-    if (!b.failed && !ts->broken && api_sse_event(ts->conn, "progress", NULL, b.data, b.len) < 0)
+    if (!b.failed && !ts->broken && api_sse_event(&ts->sse, "progress", NULL, b.data, b.len) < 0)
         ts->broken = true;
     pthread_mutex_unlock(&ts->mu);
     jsonbuf_cleanup(&b);
@@ -621,7 +621,7 @@ static void stream_log(void *ctx, const struct console_entry_view *e)
     jsonbuf_put_json_string(&b, e->message, e->len, NULL);
     jsonbuf_puts(&b, "}", NULL);
     pthread_mutex_lock(&lg->ts->mu);
-    if (!b.failed && !lg->ts->broken && api_sse_event(lg->ts->conn, "log", NULL, b.data, b.len) < 0)
+    if (!b.failed && !lg->ts->broken && api_sse_event(&lg->ts->sse, "log", NULL, b.data, b.len) < 0)
         lg->ts->broken = true;
     pthread_mutex_unlock(&lg->ts->mu);
     jsonbuf_cleanup(&b);
@@ -665,20 +665,22 @@ static int stream_answer(struct tool_stream *ts, const char *id, const struct to
     jsonbuf_put(&ev, body.data ? body.data : "{}", body.data ? body.len : 2, NULL);
     jsonbuf_puts(&ev, "}", NULL);
     pthread_mutex_lock(&ts->mu);
-    if (!ev.failed && !ts->broken)
-        api_sse_event(ts->conn, "answer", NULL, ev.data, ev.len);
+    if (!ev.failed && !ts->broken && api_sse_event(&ts->sse, "answer", NULL, ev.data, ev.len) == 0)
+        api_sse_end(&ts->sse);
     pthread_mutex_unlock(&ts->mu);
     jsonbuf_cleanup(&body);
     jsonbuf_cleanup(&ev);
     return status;
 }
 
-/* True when the client asked for an event stream (Accept names text/event-stream). */
+/* True when the client asked for an event stream (Accept names text/event-stream) and the
+ * stream can end without closing the connection (not an HTTP/1.0 keep-alive one, which gets
+ * the plain answer). */
 static bool wants_stream(struct mg_connection *conn)
 {
     const char *accept = mg_get_header(conn, "Accept");
 
-    return accept && strstr(accept, "text/event-stream") != NULL;
+    return accept && strstr(accept, "text/event-stream") != NULL && api_sse_can_end(conn);
 }
 
 static void cancel_call_cb(void *arg)
@@ -732,7 +734,7 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     const char *client = mg_get_header(conn, "X-Runbox-Client");
     struct call *c;
     char who[CLIENT_NAME_MAX + 8];
-    struct tool_stream ts = {.conn = conn};
+    struct tool_stream ts = {0};
     struct tool_stream_log lg = {.ts = &ts};
     char id[48];
     int watch, status;
@@ -758,7 +760,7 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
     }
     watch = watch_client(a, conn, c);
     /* Errors found before the call started are answered as plain JSON either way. */
-    streaming = wants_stream(conn) && api_sse_begin(conn) == 0;
+    streaming = wants_stream(conn) && api_sse_begin(&ts.sse, conn) == 0;
     if (streaming) {
         pthread_mutex_init(&ts.mu, NULL);
         call_set_progress(c, stream_progress, &ts);

@@ -74,15 +74,35 @@ struct api_events {
 
 /* ---- SSE writing ---- */
 
-int api_sse_begin(struct mg_connection *conn)
+/* HTTP/1.1 (or later): chunks are allowed. */
+static bool is_http11(struct mg_connection *conn)
+{
+    const char *v = mg_get_request_info(conn)->http_version;
+
+    return v && strcmp(v, "1.0") != 0 && strcmp(v, "0.9") != 0;
+}
+
+bool api_sse_can_end(struct mg_connection *conn)
+{
+    const char *c = mg_get_header(conn, "Connection");
+
+    return is_http11(conn) || !c || !strcasestr(c, "keep-alive");
+}
+
+int api_sse_begin(struct api_sse *sse, struct mg_connection *conn)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\n"
                                "Content-Type: text/event-stream\r\n"
                                "Cache-Control: no-store\r\n"
-                               "X-Content-Type-Options: nosniff\r\n"
-                               "Connection: close\r\n\r\n";
+                               "X-Content-Type-Options: nosniff\r\n";
+    char out[sizeof(head) + 64];
+    int n;
 
-    return mg_write(conn, head, sizeof(head) - 1) == (int)(sizeof(head) - 1) ? 0 : -1;
+    sse->conn = conn;
+    sse->chunked = is_http11(conn);
+    n = snprintf(out, sizeof(out), "%s%s\r\n", head,
+                 sse->chunked ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n");
+    return mg_write(conn, out, (size_t)n) == n ? 0 : -1;
 }
 
 /* Appends one event's text to b. */
@@ -108,31 +128,56 @@ static int put_event(struct jsonbuf *b, const char *event, const char *id, const
     return rc ? -1 : 0;
 }
 
-/* Writes text that is to reach a client: UTF-8 whatever the bytes (each bad one is U+FFFD). */
-static int write_valid(struct mg_connection *conn, const char *text, size_t len)
+int api_sse_write(struct api_sse *sse, const char *text, size_t len)
 {
-    char *valid = NULL;
+    char *valid = NULL, *framed;
     size_t vlen = 0;
-    int rc = utf8_make_valid(text, len, &valid, &vlen);
+    int n, rc;
 
-    if (rc == 0 && valid)
-        rc = mg_write(conn, valid, vlen) == (int)vlen ? 0 : -1;
-    else if (rc == 0)
-        rc = mg_write(conn, text, len) == (int)len ? 0 : -1;
+    if (len == 0)
+        return 0; /* an empty chunk would end the body */
+    if (utf8_make_valid(text, len, &valid, &vlen) < 0)
+        return -1;
+    if (valid) {
+        text = valid;
+        len = vlen;
+    }
+    if (!sse->chunked) {
+        rc = mg_write(sse->conn, text, len) == (int)len ? 0 : -1;
+        free(valid);
+        return rc;
+    }
+    /* One chunk in one write: its size line, the text, CRLF. */
+    framed = malloc(len + 24);
+    if (!framed) {
+        free(valid);
+        return -1;
+    }
+    n = snprintf(framed, 24, "%zx\r\n", len);
+    memcpy(framed + n, text, len);
+    memcpy(framed + n + len, "\r\n", 2);
+    rc = mg_write(sse->conn, framed, (size_t)n + len + 2) == (int)((size_t)n + len + 2) ? 0 : -1;
+    free(framed);
     free(valid);
     return rc;
 }
 
-int api_sse_event(struct mg_connection *conn, const char *event, const char *id, const char *data,
+int api_sse_event(struct api_sse *sse, const char *event, const char *id, const char *data,
                   size_t len)
 {
     struct jsonbuf b = JSONBUF_INIT(len * 2 + 256);
     int rc = put_event(&b, event, id, data, len);
 
     if (rc == 0)
-        rc = write_valid(conn, b.data, b.len);
+        rc = api_sse_write(sse, b.data, b.len);
     jsonbuf_cleanup(&b);
     return rc;
+}
+
+void api_sse_end(struct api_sse *sse)
+{
+    if (sse->chunked)
+        mg_write(sse->conn, "0\r\n\r\n", 5);
 }
 
 /* ---- filters ---- */
@@ -359,8 +404,8 @@ static int parse_query(struct api_events *ae, struct mg_connection *conn, struct
 
 /* Writes the console entries after since that the filters pass. Returns the last id written
  * (or since), or UINT64_MAX when the client is gone. */
-static uint64_t replay(struct api_events *ae, struct mg_connection *conn, struct stream *s,
-                       uint64_t since, int64_t since_ts)
+static uint64_t replay(struct api_events *ae, struct api_sse *sse, struct stream *s, uint64_t since,
+                       int64_t since_ts)
 {
     uint64_t at = since, oldest = console_oldest_id(ae->tools->console);
 
@@ -394,7 +439,7 @@ static uint64_t replay(struct api_events *ae, struct mg_connection *conn, struct
             text = cJSON_PrintUnformatted(e);
             snprintf(idtext, sizeof(idtext), "%" PRIu64, at);
             if (text)
-                rc = api_sse_event(conn, "console", idtext, text, strlen(text));
+                rc = api_sse_event(sse, "console", idtext, text, strlen(text));
             cJSON_free(text);
             if (rc < 0) {
                 cJSON_Delete(page);
@@ -408,8 +453,7 @@ static uint64_t replay(struct api_events *ae, struct mg_connection *conn, struct
 }
 
 /* Drains s's queue to the connection until the reader goes or the daemon stops. */
-static void pump(struct api_events *ae, struct mg_connection *conn, struct stream *s,
-                 uint64_t replayed)
+static void pump(struct api_events *ae, struct api_sse *sse, struct stream *s, uint64_t replayed)
 {
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -440,14 +484,14 @@ static void pump(struct api_events *ae, struct mg_connection *conn, struct strea
             char data[48];
 
             snprintf(data, sizeof(data), "{\"count\":%" PRIu64 "}", dropped);
-            rc = api_sse_event(conn, "dropped", NULL, data, strlen(data));
+            rc = api_sse_event(sse, "dropped", NULL, data, strlen(data));
         }
         if (!batch && !dropped && rc == 0)
-            rc = mg_write(conn, ": keepalive\n\n", 13) == 13 ? 0 : -1;
+            rc = api_sse_write(sse, ": keepalive\n\n", 13);
         for (struct item *it = batch, *next; it; it = next) {
             next = it->next;
             if (rc == 0 && !(it->console_id && it->console_id <= replayed))
-                rc = write_valid(conn, it->text, it->len);
+                rc = api_sse_write(sse, it->text, it->len);
             free(it);
         }
         pthread_mutex_lock(&s->mu);
@@ -463,6 +507,7 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
     struct stream *s;
     struct errinfo err = {0};
     char msg[512], ready[64];
+    struct api_sse sse;
     uint64_t since, replayed;
     int64_t since_ts;
     bool has_since;
@@ -507,15 +552,16 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
     if (fd >= 0)
         watch = connwatch_add(ae->watch, fd, on_gone, s, NULL);
 
-    if (api_sse_begin(conn) == 0) {
+    if (api_sse_begin(&sse, conn) == 0) {
         /* Without since, the stream starts now: nothing is replayed or skipped. */
-        replayed = s->min_rank >= 0 && has_since ? replay(ae, conn, s, since, since_ts) : 0;
+        replayed = s->min_rank >= 0 && has_since ? replay(ae, &sse, s, since, since_ts) : 0;
         if (replayed != UINT64_MAX) {
             snprintf(ready, sizeof(ready), "{\"latest_id\":%" PRIu64 "}",
                      console_latest_id(ae->tools->console));
-            if (api_sse_event(conn, "ready", NULL, ready, strlen(ready)) == 0)
-                pump(ae, conn, s, replayed);
+            if (api_sse_event(&sse, "ready", NULL, ready, strlen(ready)) == 0)
+                pump(ae, &sse, s, replayed);
         }
+        api_sse_end(&sse); /* the daemon stops; when the client left, this write just fails */
     }
 
     connwatch_remove(ae->watch, watch);

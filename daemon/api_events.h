@@ -58,13 +58,36 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
 
 /* ---- Server-Sent Events on a civetweb connection (shared with POST /tool) ---- */
 
-/* Writes the 200 answer's head for an event stream. -1 when the client is gone. */
-int api_sse_begin(struct mg_connection *conn);
+/* An event stream being written. On HTTP/1.1 its body is chunked, so its end is a last chunk
+ * and the connection stays open for the client's next request. A body that ended only when the
+ * connection closed never ended for a client that kept the connection: civetweb, which does not
+ * see the head we write, waited for that next request until its keep-alive timer closed the
+ * connection, 5 s after the answer. HTTP/1.0 has no chunks: there the body ends with the
+ * connection, which civetweb closes (api_sse_can_end tells a handler whether a stream can end
+ * before the client goes). */
+struct api_sse {
+    struct mg_connection *conn;
+    bool chunked;
+};
+
+/* True when a stream on this request can end while the connection stays usable (HTTP/1.1, or a
+ * client that asked for Connection: close): POST /tool streams only then. */
+bool api_sse_can_end(struct mg_connection *conn);
+
+/* Writes the 200 answer's head for an event stream on conn. -1 when the client is gone. */
+int api_sse_begin(struct api_sse *sse, struct mg_connection *conn);
 
 /* Writes one event: "event: <event>\n" ("id: <id>\n" when id), then data as "data:" lines
  * (data holds no newline when it is compact JSON), then the blank line. -1 when the client is
  * gone. */
-int api_sse_event(struct mg_connection *conn, const char *event, const char *id, const char *data,
+int api_sse_event(struct api_sse *sse, const char *event, const char *id, const char *data,
                   size_t len);
+
+/* Writes text that is already events or a ": comment\n\n" (as UTF-8, each bad byte U+FFFD).
+ * -1 when the client is gone. */
+int api_sse_write(struct api_sse *sse, const char *text, size_t len);
+
+/* Ends the stream's body (the last chunk); the handler then returns. */
+void api_sse_end(struct api_sse *sse);
 
 #endif /* DAEMON_API_EVENTS_H */

@@ -167,6 +167,86 @@ test('POST /tool/exec with Accept: text/event-stream: progress each second, then
   assert.equal(s.events[s.events.length - 1], answer, 'the answer is the last event');
 });
 
+// One raw HTTP exchange on a socket: writes head+body, reads until `until(text)` holds or the
+// server closes. Returns {text, closed}.
+function exchange(sock, request, until) {
+  return new Promise((resolve) => {
+    let text = '';
+    const onData = (c) => { text += c; if (until(text)) finish(false); };
+    const onEnd = () => finish(true);
+    const finish = (closed) => {
+      sock.off('data', onData); sock.off('end', onEnd); sock.off('close', onEnd);
+      resolve({ text, closed });
+    };
+    sock.on('data', onData); sock.on('end', onEnd); sock.on('close', onEnd);
+    sock.write(request);
+  });
+}
+
+const streamRequest = (version, extra = '') => {
+  const body = JSON.stringify({ path: '/' });
+  return `POST /tool/list_dir HTTP/${version}\r\nHost: 127.0.0.1:${d.port}\r\nContent-Type: application/json\r\n` +
+    `Accept: text/event-stream\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
+};
+
+test('POST /tool as an event stream on HTTP/1.1: chunked, ends with the answer, the connection is kept', async () => {
+  const { connect } = await import('node:net');
+  const sock = connect(d.port, '127.0.0.1');
+  sock.setEncoding('latin1');
+  await new Promise((r) => sock.once('connect', r));
+  // A body that ended only when the connection closed never ended for a client that keeps
+  // connections (runbox's libcurl, Node's agent): they waited for runboxd's keep-alive timer.
+  for (let round = 0; round < 2; round++) {
+    const r = await exchange(sock, streamRequest('1.1'), (t) => t.endsWith('\r\n0\r\n\r\n'));
+    assert.equal(r.closed, false, `the stream ended with its last chunk, the socket open: ${r.text}`);
+    const [head, body] = [r.text.slice(0, r.text.indexOf('\r\n\r\n')), r.text.slice(r.text.indexOf('\r\n\r\n') + 4)];
+    assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(head, /\r\nContent-Type: text\/event-stream\r\n/);
+    assert.match(head, /\r\nTransfer-Encoding: chunked(\r\n|$)/);
+    assert.doesNotMatch(head, /Connection: close/);
+    // Undo the chunking: every chunk's size is exact, and the events are whole.
+    let events = '', at = 0;
+    for (;;) {
+      const nl = body.indexOf('\r\n', at);
+      const size = parseInt(body.slice(at, nl), 16);
+      if (size === 0) break;
+      events += body.slice(nl + 2, nl + 2 + size);
+      assert.equal(body.slice(nl + 2 + size, nl + 4 + size), '\r\n');
+      at = nl + 4 + size;
+    }
+    const answer = /^event: answer\ndata: (.*)\n\n$/m.exec(events);
+    assert.ok(answer, events);
+    assert.equal(JSON.parse(answer[1]).body.ok, true);
+  }
+  sock.destroy();
+});
+
+test('POST /tool as an event stream on HTTP/1.0: until the close; with keep-alive a plain answer', async () => {
+  const { connect } = await import('node:net');
+  const open = async () => {
+    const sock = connect(d.port, '127.0.0.1');
+    sock.setEncoding('latin1');
+    await new Promise((r) => sock.once('connect', r));
+    return sock;
+  };
+  let sock = await open();
+  let r = await exchange(sock, streamRequest('1.0'), () => false);
+  assert.equal(r.closed, true);
+  assert.match(r.text, /\r\nContent-Type: text\/event-stream\r\n/);
+  assert.match(r.text, /\r\n\r\nevent: answer\ndata: \{"status":200,/);
+  sock.destroy();
+  // HTTP/1.0 has no chunks, and this client would keep the connection: the plain answer.
+  sock = await open();
+  r = await exchange(sock, streamRequest('1.0', 'Connection: keep-alive\r\n'), (t) => {
+    const m = /Content-Length: (\d+)\r\n/.exec(t);
+    return m && t.length >= t.indexOf('\r\n\r\n') + 4 + Number(m[1]);
+  });
+  assert.equal(r.closed, false, r.text);
+  assert.match(r.text, /\r\nContent-Type: application\/json\r\n/);
+  assert.equal(JSON.parse(r.text.slice(r.text.indexOf('\r\n\r\n') + 4)).ok, true);
+  sock.destroy();
+});
+
 test('POST /tool with Accept: text/event-stream: errors before the call are plain JSON', async () => {
   const { request } = await import('../lib/daemon.mjs');
   let r = await request(d.port, '/tool/no_such_tool', {
