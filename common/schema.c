@@ -465,15 +465,81 @@ static bool check_type(struct vctx *c, const cJSON *type, const cJSON *v)
     return false;
 }
 
+/* Steps one enum or const check may take (a value node or a member-name comparison each). */
+#define EQUAL_BUDGET (1L << 22)
+
+/* b's member named name, or NULL; each name compared costs a step. */
+static const cJSON *member_named(const cJSON *b, const char *name, long *budget)
+{
+    for (const cJSON *m = b->child; m && --*budget >= 0; m = m->next)
+        if (m->string && strcmp(m->string, name) == 0)
+            return m;
+    return NULL;
+}
+
+/* Equality as enum and const mean it: numbers by value (1 equals 1.0), arrays in order, object
+ * members in any order. cJSON_Compare checks two equal objects once from each side at every
+ * level, which is 2^depth steps: an upstream schema with a const object 50 levels deep held a
+ * worker for good. Here each value is compared once; members in another order cost name
+ * lookups, and *budget bounds all steps. When it runs out the values count as equal: the
+ * schema is then left to the server that owns the tool, which checks the call again. */
+static bool json_equal(const cJSON *a, const cJSON *b, long *budget)
+{
+    const cJSON *x, *y;
+    bool reordered = false;
+
+    if (--*budget < 0)
+        return true;
+    if ((a->type & 0xFF) != (b->type & 0xFF))
+        return false;
+    switch (a->type & 0xFF) {
+    case cJSON_Number:
+        return a->valuedouble == b->valuedouble;
+    case cJSON_String:
+    case cJSON_Raw:
+        return a->valuestring && b->valuestring && strcmp(a->valuestring, b->valuestring) == 0;
+    case cJSON_Array:
+        for (x = a->child, y = b->child; x && y; x = x->next, y = y->next)
+            if (!json_equal(x, y, budget))
+                return false;
+        return !x && !y;
+    case cJSON_Object:
+        for (x = a->child, y = b->child; x && y; x = x->next, y = y->next)
+            ;
+        if (x || y)
+            return false; /* not as many members */
+        for (x = a->child, y = b->child; x; x = x->next, y = y ? y->next : NULL) {
+            const cJSON *other = y;
+
+            if (!x->string || !y || !y->string || strcmp(x->string, y->string) != 0) {
+                reordered = true;
+                other = x->string ? member_named(b, x->string, budget) : NULL;
+            }
+            if (*budget < 0)
+                return true;
+            if (!other || !json_equal(x, other, budget))
+                return false;
+        }
+        /* With members in another order, a name twice in a could hide one of b's names. */
+        for (y = b->child; reordered && y; y = y->next)
+            if (!y->string || (!member_named(a, y->string, budget) && *budget >= 0))
+                return false;
+        return true;
+    default: /* true, false, null */
+        return true;
+    }
+}
+
 static void check_enum(struct vctx *c, const cJSON *enumv, const cJSON *v)
 {
     const cJSON *e;
     char list[SCHEMA_MSG_MAX], one[64], got[64];
     size_t len = 0;
+    long budget = EQUAL_BUDGET;
 
     cJSON_ArrayForEach(e, enumv)
     {
-        if (cJSON_Compare(e, v, true))
+        if (json_equal(e, v, &budget))
             return;
     }
     if (!wants_message(c)) {
@@ -498,8 +564,9 @@ static void check_enum(struct vctx *c, const cJSON *enumv, const cJSON *v)
 static void check_const(struct vctx *c, const cJSON *constv, const cJSON *v)
 {
     char want[64] = "", got[64] = "";
+    long budget = EQUAL_BUDGET;
 
-    if (cJSON_Compare(constv, v, true))
+    if (json_equal(constv, v, &budget))
         return;
     if (wants_message(c)) {
         describe_schema_value(constv, want, sizeof(want));

@@ -82,6 +82,14 @@ static const struct {
      "arguments.e: must be one of 1, 2, null; got an array"},
     {"{\"properties\":{\"t\":{\"const\":\"Vector3\"}}}", "{\"t\":\"Vector2\"}",
      "arguments.t: must be \"Vector3\"; got \"Vector2\""},
+    {"{\"const\":{\"a\":1,\"b\":2}}", "{\"b\":2,\"c\":1}",
+     "arguments: must be {\"a\":1,\"b\":2}; got an object"},
+    {"{\"const\":{\"a\":1,\"b\":2}}", "{\"a\":1,\"a\":1}",
+     "arguments: must be {\"a\":1,\"b\":2}; got an object"},
+    {"{\"const\":{\"a\":1}}", "{\"a\":1,\"b\":2}", "arguments: must be {\"a\":1}; got an object"},
+    {"{\"const\":[1,2]}", "[2,1]", "arguments: must be [1,2]; got an array"},
+    {"{\"enum\":[[1,2],{\"k\":true}]}", "{\"k\":false}",
+     "arguments: must be one of [1,2], {\"k\":true}; got an object"},
     /* numbers */
     {"{\"properties\":{\"max_results\":{\"minimum\":1}}}", "{\"max_results\":0}",
      "arguments.max_results: must be >= 1; got 0"},
@@ -157,6 +165,8 @@ static const struct {
     {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":2}", "\"\xc3\xa9\xc3\xa9\""},
     {"{\"enum\":[\"a\",{\"k\":[1]}]}", "{\"k\":[1]}"},
     {"{\"const\":null}", "null"},
+    {"{\"const\":{\"b\":[1,{\"c\":null}],\"a\":1.0}}", "{\"a\":1,\"b\":[1,{\"c\":null}]}"},
+    {"{\"enum\":[\"x\",[1,[2]]]}", "[1,[2.0]]"},
     {"{\"minimum\":1,\"maximum\":1}", "1"},
     {"{\"exclusiveMinimum\":0}", "0.001"},
     {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"default\":\"x\"}},"
@@ -219,6 +229,49 @@ START_TEST(test_schema_error_count_is_capped)
     ck_assert_str_eq(rep.msgs[0], "arguments.k0: unexpected property (no properties are allowed)");
     ck_assert_str_eq(rep.msgs[SCHEMA_MAX_ERRORS - 1],
                      "arguments.k7: unexpected property (no properties are allowed)");
+}
+END_TEST
+
+/* const and enum compare each value once: cJSON_Compare, which they used, took 2^depth steps
+ * for an equal object (an upstream's const 50 levels deep held a worker for good). */
+static char *nested(int depth, const char *bottom)
+{
+    size_t n = (size_t)depth * 6 + strlen(bottom) + 1;
+    char *s = malloc(n), *at = s;
+
+    ck_assert_ptr_nonnull(s);
+    for (int i = 0; i < depth; i++)
+        at += sprintf(at, "{\"a\":");
+    at += sprintf(at, "%s", bottom);
+    for (int i = 0; i < depth; i++)
+        *at++ = '}';
+    *at = '\0';
+    return s;
+}
+
+START_TEST(test_schema_deep_const_is_linear)
+{
+    struct schema_report rep;
+    char *value = nested(60, "[1,{\"b\":2,\"c\":3}]"), *same = nested(60, "[1,{\"c\":3,\"b\":2}]");
+    char *other = nested(60, "[1,{\"b\":2,\"c\":4}]");
+    char *schema = malloc(strlen(value) + 32), *enums = malloc(strlen(value) * 2 + 32);
+
+    ck_assert_ptr_nonnull(schema);
+    ck_assert_ptr_nonnull(enums);
+    sprintf(schema, "{\"const\":%s}", value);
+    sprintf(enums, "{\"enum\":[%s,%s]}", other, value);
+    ck_assert_int_eq(run(schema, same, &rep), 0);
+    ck_assert_int_eq(run(enums, same, &rep), 0);
+    ck_assert_int_eq(run(schema, other, &rep), -1);
+    ck_assert_str_eq(
+        rep.msgs[0],
+        "arguments: must be {\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":"
+        "{\"a\":{\"a\":{\"a\":{\"a; got an object");
+    free(value);
+    free(same);
+    free(other);
+    free(schema);
+    free(enums);
 }
 END_TEST
 
@@ -505,6 +558,7 @@ static Suite *schema_suite(void)
     tcase_add_test(tc, test_schema_reports_every_violation);
     tcase_add_test(tc, test_schema_error_count_is_capped);
     tcase_add_test(tc, test_schema_null_value);
+    tcase_add_test(tc, test_schema_deep_const_is_linear);
     tcase_add_test(tc, test_schema_root_name_is_used);
     tcase_add_test(tc, test_schema_long_values_are_cut_to_one_line);
     tcase_add_test(tc, test_schema_long_path_is_cut_safely);
