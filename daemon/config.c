@@ -24,7 +24,7 @@
 static const char *const file_keys =
     "port, bind, workspace, allow_network, log_level, user, fsync, cgroup, token_file, "
     "tools, http_threads, http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, "
-    "mcp_session_idle_s, network, cache_dir, "
+    "mcp_session_idle_s, mcp_parallel_starts, network, cache_dir, "
     "checkpoint_dir, checkpoint_keep, workspace_quota_mb, exec_<limit>, mcpServers, servers";
 
 /* The numeric server settings: a flag and a file key each, with their range. */
@@ -41,6 +41,8 @@ static const struct num_setting {
     {"mcp_sessions", "--mcp-sessions", 1, 8192, offsetof(struct config, mcp_sessions)},
     {"mcp_session_idle_s", "--mcp-session-idle-s", 10, 7 * 86400,
      offsetof(struct config, mcp_session_idle_s)},
+    {"mcp_parallel_starts", "--mcp-parallel-starts", 0, 1024,
+     offsetof(struct config, mcp_parallel_starts)},
     {"workspace_quota_mb", "--workspace-quota-mb", 0, 1 << 30,
      offsetof(struct config, workspace_quota_mb)},
 };
@@ -401,6 +403,63 @@ static int file_servers(struct config *cfg, const cJSON *item, struct errinfo *e
     return 0;
 }
 
+/* Edit distance between a and b (insertions, deletions, substitutions), or 99 when either is
+ * longer than 32 bytes. */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    int row[33];
+
+    if (la > 32 || lb > 32)
+        return 99;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* "unknown key", with the nearest accepted key when one is within two edits. The whole list is
+ * longer than a message holds; --help prints it. */
+static void unknown_key(const char *path, const char *key, struct errinfo *err)
+{
+    char best[40] = "", one[40];
+    int best_d = 3;
+
+    for (const char *at = file_keys; *at;) {
+        size_t n = strcspn(at, ",");
+        int d;
+
+        snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), at);
+        d = distance(key, one);
+        if (d < best_d) {
+            best_d = d;
+            snprintf(best, sizeof(best), "%s", one);
+        }
+        at += n;
+        at += strspn(at, ", ");
+    }
+    if (best[0])
+        errinfo_set(err, ERR_INVALID,
+                    "%s: unknown key \"%.60s\"; did you mean \"%s\"? (runboxd --help lists every "
+                    "key)",
+                    path, key, best);
+    else
+        errinfo_set(err, ERR_INVALID, "%s: unknown key \"%.60s\" (runboxd --help lists every key)",
+                    path, key);
+}
+
 static int file_item(struct config *cfg, const char *path, const cJSON *item, struct errinfo *err)
 {
     const char *key = item->string;
@@ -475,7 +534,7 @@ static int file_item(struct config *cfg, const char *path, const cJSON *item, st
             return file_type_error(path, key, "a whole number", item, err);
         return exec_limits_set_number(&cfg->exec, src, key + 5, item->valuedouble, err);
     }
-    errinfo_set(err, ERR_INVALID, "%s: unknown key \"%.60s\" (accepted: %s)", path, key, file_keys);
+    unknown_key(path, key, err);
     return -1;
 }
 
@@ -973,6 +1032,7 @@ const char *config_usage(void)
            "  --mcp-config FILE   also connect the MCP servers of FILE, a Claude Desktop,\n"
            "                      Cursor or VS Code config read as it is (\"mcpServers\" or\n"
            "                      \"servers\"); may be given more than once (docs/registry.md)\n"
+           "  --mcp-parallel-starts N  stdio MCP servers starting at once (0: one per core)\n"
            "  --http-threads N    HTTP workers (320); every open MCP stream (SSE, WebSocket)\n"
            "                      holds one, and the rest serve requests\n"
            "  --http-head-timeout-ms N  a request's head must arrive within N ms (10000)\n"
@@ -996,7 +1056,7 @@ const char *config_usage(void)
            "The config file takes the same settings as JSON keys: port, bind, workspace,\n"
            "allow_network, log_level, user, fsync, cgroup, token_file, tools, http_threads,\n"
            "http_head_timeout_ms, http_body_timeout_ms, mcp_sessions, mcp_session_idle_s,\n"
-           "network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
+           "mcp_parallel_starts, network ({\"mode\", \"allow\": [...]}), cache_dir,\n"
            "checkpoint_dir, checkpoint_keep, workspace_quota_mb, and exec_<limit> (e.g.\n"
            "\"exec_timeout_ms\": 90000). Flags beat the environment, which beats the file. Its\n"
            "\"mcpServers\" (or \"servers\") object names external MCP servers whose tools\n"

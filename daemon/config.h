@@ -67,6 +67,7 @@ struct config {
     int http_body_timeout_ms; /* its body within, after the head (--http-body-timeout-ms) */
     int mcp_sessions;         /* MCP sessions open at once (Streamable HTTP, SSE, WebSocket) */
     int mcp_session_idle_s;   /* an unused Streamable HTTP session expires after this */
+    int mcp_parallel_starts; /* stdio MCP servers starting at once; 0: one per core (startgate.h) */
     /* External MCP servers (registry.h): the file's "mcpServers" and "servers" values as they
      * were (checked by the registry, which skips a bad entry and starts the rest), and the
      * --mcp-config files (Claude Desktop, Cursor, VS Code configs, read as they are). */

@@ -484,7 +484,8 @@ static struct registry *start_registry(const struct config *cfg, struct tools_ct
                                   .events = tools->events,
                                   .proc = tools->proc,
                                   .bwrap = proc_bwrap_path(tools->proc),
-                                  .allow_network = cfg->allow_network};
+                                  .allow_network = cfg->allow_network,
+                                  .parallel_starts = (unsigned)cfg->mcp_parallel_starts};
     struct registry *r = NULL;
 
     if (collect_specs(cfg, &specs, err) == 0)

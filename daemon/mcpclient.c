@@ -48,6 +48,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "registry.h"
+#include "startgate.h"
 #include "strfmt.h"
 
 #define LIST_PAGES_MAX  100
@@ -114,6 +115,8 @@ struct mcpclient {
     char *server_name; /* serverInfo */
     char *server_version;
     int64_t handshake_deadline;
+    uint64_t gate_ticket; /* the start gate's slot while this connection starts, or 0 */
+    int64_t started_at;   /* wall ms: this connection's attempt began (past the start gate) */
     int64_t last_error_at, ready_at;
     int64_t tokens_at;
     uint64_t stderr_dropped;
@@ -467,6 +470,18 @@ static const char *list_key(unsigned list)
 static void read_list(struct mcpclient *c, unsigned list, cJSON *acc, int pages,
                       const char *cursor);
 
+/* The start gate's slot goes back once the server is ready or the attempt ended. */
+static void leave_gate(struct mcpclient *c)
+{
+    uint64_t ticket;
+
+    pthread_mutex_lock(&c->mu);
+    ticket = c->gate_ticket;
+    c->gate_ticket = 0;
+    pthread_mutex_unlock(&c->mu);
+    startgate_leave(c->opt.gate, ticket);
+}
+
 static void become_ready(struct mcpclient *c)
 {
     pthread_mutex_lock(&c->mu);
@@ -474,6 +489,7 @@ static void become_ready(struct mcpclient *c)
     c->ready_at = clocks_wall_ms();
     c->handshake_deadline = 0;
     pthread_mutex_unlock(&c->mu);
+    leave_gate(c);
     log_info("mcp %s: ready (%s)", c->spec->name, c->protocol);
     changed(c, MCPCLIENT_CHANGED_STATE | MCPCLIENT_CHANGED_TOOLS | MCPCLIENT_CHANGED_PROMPTS |
                    MCPCLIENT_CHANGED_RESOURCES);
@@ -1486,7 +1502,20 @@ static void *thread_main(void *arg)
         c->stderr_count = 0;
         pthread_mutex_unlock(&c->mu);
         changed(c, MCPCLIENT_CHANGED_STATE);
+        if (c->opt.gate && c->spec->transport == REGISTRY_STDIO) {
+            uint64_t ticket = startgate_enter(c->opt.gate); /* 0: the daemon stops */
+
+            pthread_mutex_lock(&c->mu);
+            c->gate_ticket = ticket;
+            pthread_mutex_unlock(&c->mu);
+            if (!ticket)
+                break;
+        }
+        pthread_mutex_lock(&c->mu);
+        c->started_at = clocks_wall_ms();
+        pthread_mutex_unlock(&c->mu);
         c->tr->run(c, &why);
+        leave_gate(c);
         if (!errinfo_is_set(&why))
             errinfo_set(&why, ERR_UNAVAILABLE, "the connection ended");
         pthread_mutex_lock(&c->mu);
@@ -1860,6 +1889,7 @@ cJSON *mcpclient_status_json(struct mcpclient *c)
         cJSON_AddNullToObject(o, "last_error");
     add_time(o, "last_error_at", c->last_error_at);
     cJSON_AddNumberToObject(o, "restarts", c->restarts);
+    add_time(o, "started_at", c->started_at);
     add_time(o, "ready_at", c->state == MCPCLIENT_READY ? c->ready_at : 0);
     pthread_mutex_unlock(&c->mu);
     return o;

@@ -59,6 +59,7 @@ struct mcpclient_options {
     struct console *console;          /* stderr lines and log messages go here; borrowed */
     const char *bwrap;                /* bwrap, for a spec with sandbox (or NULL) */
     bool allow_network;               /* the exec network policy, for the sandbox */
+    struct startgate *gate;           /* a stdio server's start waits for a slot; NULL: none */
     void (*changed)(void *arg, struct mcpclient *c, unsigned what);
     void *arg;
 };

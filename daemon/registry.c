@@ -24,6 +24,7 @@
 #include "events.h"
 #include "log.h"
 #include "mcpclient.h"
+#include "startgate.h"
 #include "strfmt.h"
 #include "tools.h"
 
@@ -57,6 +58,7 @@ struct registry {
     const struct catalog *builtin;
     struct console *console;
     struct events *events;
+    struct startgate *gate;   /* how many stdio servers start at once; owned */
     pthread_mutex_t build_mu; /* serializes rebuilds */
     pthread_mutex_t mu;       /* guards snap and the warnings */
     struct registry_hold *snap;
@@ -462,11 +464,18 @@ struct registry *registry_new(const struct registry_options *opt, struct errinfo
     r->builtin = opt->builtin;
     r->console = opt->console;
     r->events = opt->events;
+    r->gate = startgate_new(opt->parallel_starts ? opt->parallel_starts : startgate_cores(),
+                            STARTGATE_HOLD_MS, err);
+    if (!r->gate) {
+        registry_free(r);
+        return NULL;
+    }
     for (size_t i = 0; i < n; i++) {
         struct server *s = &r->servers[i];
         struct mcpclient_options mo = {.console = opt->console,
                                        .bwrap = opt->bwrap,
                                        .allow_network = opt->allow_network,
+                                       .gate = r->gate,
                                        .changed = on_changed,
                                        .arg = r};
 
@@ -510,6 +519,7 @@ void registry_shutdown(struct registry *r)
     if (!r || r->shut)
         return;
     r->shut = true;
+    startgate_close(r->gate); /* servers waiting for their turn to start give up */
     for (size_t i = 0; i < r->n; i++)
         mcpclient_stop_begin(r->servers[i].mc);
     for (size_t i = 0; i < r->n; i++)
@@ -535,6 +545,7 @@ void registry_free(struct registry *r)
     free(r->servers);
     if (r->snap)
         registry_unhold(r->snap);
+    startgate_free(r->gate);
     pthread_mutex_destroy(&r->build_mu);
     pthread_mutex_destroy(&r->mu);
     free(r);

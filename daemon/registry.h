@@ -114,6 +114,7 @@ struct registry_options {
     struct proc *proc;             /* the exec sandbox, for "sandbox": true; borrowed */
     const char *bwrap;             /* the bwrap binary, or NULL */
     bool allow_network;            /* the exec network policy, for sandboxed servers */
+    unsigned parallel_starts;      /* stdio servers starting at once; 0: one per core */
 };
 
 struct registry;      /* opaque */
@@ -122,8 +123,8 @@ struct registry_hold; /* a held snapshot of the served external tools */
 /* Returns an owned registry (registry_free) or NULL with err. Nothing connects yet. */
 struct registry *registry_new(const struct registry_options *opt, struct errinfo *err);
 
-/* Starts every enabled server's connection, each on its own thread, in parallel; returns at
- * once. */
+/* Starts every enabled server's connection, each on its own thread, in parallel (stdio servers
+ * through a start gate, startgate.h); returns at once. */
 void registry_start(struct registry *r);
 
 /* Stops every server (children are terminated) and fails what waits on them. Idempotent. */

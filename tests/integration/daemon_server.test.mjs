@@ -455,7 +455,7 @@ describe('command line and config file', () => {
       } finally {
         await d2.stop();
       }
-      for (const [text, re] of [['{"prot": 1}', /unknown key "prot".*accepted: port/],
+      for (const [text, re] of [['{"prot": 1}', /unknown key "prot"; did you mean "port"\? \(runboxd --help lists every key\)/],
                                 ['{"port": "7766"}', /key "port": expected an integer/],
                                 ['{"fsync": 1}', /key "fsync": expected true or false/],
                                 ['{"port": 7766', /invalid JSON/],

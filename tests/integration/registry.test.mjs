@@ -557,6 +557,47 @@ test('runboxd killed with -9 takes its stdio servers along', async () => {
   assert.deepEqual(left, [], 'no server outlives runboxd');
 });
 
+test('--mcp-parallel-starts 1: stdio servers start one after another, and one that hangs holds the rest back only briefly', async () => {
+  // Each serves 400 ms after its start: servers started together would all have started before
+  // the first is ready.
+  const tsServer = (n) => ({ command: process.execPath, args: [testServerScript, 'stdio', n],
+                             env: { MCPSERVERS_START_MS: '400' } });
+  // Never answers initialize, and its timeout keeps it "connecting" for the whole test.
+  const hang = { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1 << 30)'], timeout_ms: 600000 };
+  const file = writeConfig('gate', { mcpServers: { hang, a: tsServer('a'), b: tsServer('b'), c: tsServer('c') } });
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', file, '--mcp-parallel-starts', '1'] });
+  try {
+    let by;
+    for (;;) {
+      by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name, s]));
+      if (['a', 'b', 'c'].every((n) => by[n].state === 'ready')) break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    assert.equal(by.hang.state, 'connecting', 'the hanging server did not keep the others from starting');
+    // With one slot, a server starts when the one before it is ready, or has been starting
+    // for a second (the hanging one never is; its second is timed from taking the slot, a
+    // moment before its started_at, hence the slack).
+    const at = (n, key) => (by[n][key] ? Date.parse(by[n][key]) : Infinity);
+    const order = ['hang', 'a', 'b', 'c'].sort((x, y) => at(x, 'started_at') - at(y, 'started_at'));
+    for (let i = 1; i < order.length; i++) {
+      const prev = order[i - 1];
+      const free = Math.min(at(prev, 'ready_at'), at(prev, 'started_at') + 1000 - 50);
+      assert.ok(at(order[i], 'started_at') >= free,
+                `${order[i]} started at ${by[order[i]].started_at}, before ${prev} (started ` +
+                `${by[prev].started_at}, ready ${by[prev].ready_at}) gave its turn back`);
+    }
+  } finally {
+    await d.stop();
+  }
+});
+
+test('--mcp-parallel-starts: a bad value is refused at start with the range', async () => {
+  const { runRunboxd } = await import('../lib/daemon.mjs');
+  const r = await runRunboxd(['--workspace', ':memory:', '--port', '0', '--mcp-parallel-starts', '-1']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /--mcp-parallel-starts: expected a whole number 0-1024; got -1/);
+});
+
 test('no endpoint or method adds a server: the registry is read-only from the outside', async () => {
   const post = await daemon.get('/mcp-servers', {});
   assert.equal(post.status, 200);

@@ -90,13 +90,18 @@ export async function startWsServer(name, events = {}) {
 // As a program: `node mcpservers.mjs stdio NAME` serves the test tools over stdio, and says
 // on stderr when a slow call starts or sees its cancellation (the console shows it). With
 // MCPSERVERS_LINGER=1 it stays after its stdin ends, like a server that never notices its
-// client is gone.
+// client is gone. With MCPSERVERS_START_MS=N it says "process up" at once and begins to serve
+// N ms later, like a server that loads something big first.
 if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === 'stdio') {
   const name = process.argv[3] || 'stdio';
   const server = testServer(name, {
     started: () => console.error(`${name}: slow call started`),
     cancelled: () => console.error(`${name}: slow call cancelled`),
   });
+  if (process.env.MCPSERVERS_START_MS) {
+    console.error(`${name}: process up`);
+    await new Promise((r) => setTimeout(r, Number(process.env.MCPSERVERS_START_MS)));
+  }
   await server.connect(new StdioServerTransport());
   console.error(`${name}: serving on stdio`);
   if (process.env.MCPSERVERS_LINGER === '1') setInterval(() => {}, 1 << 30);

@@ -99,7 +99,10 @@ static const struct {
     const char *text;
     const char *want[3]; /* substrings the message must hold */
 } bad_files[] = {
-    {"{\"prot\": 1}", {"/c.json", "unknown key \"prot\"", "accepted: port, bind"}},
+    {"{\"prot\": 1}",
+     {"/c.json", "unknown key \"prot\"; did you mean \"port\"?", "--help lists every key"}},
+    {"{\"zzzzzz\": 1}",
+     {"/c.json", "unknown key \"zzzzzz\" (runboxd --help lists every key)", "zzzzzz"}},
     {"{\"port\": \"80\"}", {"/c.json", "\"port\"", "expected an integer 0-65535, got string"}},
     {"{\"port\": 65536}", {"/c.json", "\"port\"", "got 65536"}},
     {"{\"port\": 1.5}", {"/c.json", "\"port\"", "integer"}},
