@@ -157,6 +157,11 @@ static void describe_schema_value(const cJSON *v, char *buf, size_t size)
     }
     snprintf(buf, size, "%s", text);
     trim_utf8(buf);
+    if (strlen(text) >= size && size > 4) { /* cut: say so, as schema_quoted does */
+        buf[size - 4] = '\0';
+        trim_utf8(buf);
+        memcpy(buf + strlen(buf), "...", 4);
+    }
     free(text);
 }
 

@@ -266,7 +266,7 @@ START_TEST(test_schema_deep_const_is_linear)
     ck_assert_str_eq(
         rep.msgs[0],
         "arguments: must be {\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":"
-        "{\"a\":{\"a\":{\"a\":{\"a; got an object");
+        "{\"a\":{\"a\":{\"a\":...; got an object");
     free(value);
     free(same);
     free(other);
