@@ -70,8 +70,9 @@ struct api_sse {
     bool chunked;
 };
 
-/* True when a stream on this request can end while the connection stays usable (HTTP/1.1, or a
- * client that asked for Connection: close): POST /tool streams only then. */
+/* True when a stream on this request can end while the connection stays usable: HTTP/1.1
+ * (chunked), or HTTP/1.0 without Connection: keep-alive (civetweb closes it after the answer).
+ * POST /tool streams only then. */
 bool api_sse_can_end(struct mg_connection *conn);
 
 /* Writes the 200 answer's head for an event stream on conn. -1 when the client is gone. */

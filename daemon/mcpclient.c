@@ -1489,6 +1489,7 @@ static void *thread_main(void *arg)
     for (;;) {
         struct errinfo why = {0};
         int64_t ready_for;
+        uint64_t ticket = 0; /* the start gate's slot, for a stdio server */
         int delay;
 
         pthread_mutex_lock(&c->mu);
@@ -1503,15 +1504,12 @@ static void *thread_main(void *arg)
         pthread_mutex_unlock(&c->mu);
         changed(c, MCPCLIENT_CHANGED_STATE);
         if (c->opt.gate && c->spec->transport == REGISTRY_STDIO) {
-            uint64_t ticket = startgate_enter(c->opt.gate); /* 0: the daemon stops */
-
-            pthread_mutex_lock(&c->mu);
-            c->gate_ticket = ticket;
-            pthread_mutex_unlock(&c->mu);
+            ticket = startgate_enter(c->opt.gate);
             if (!ticket)
-                break;
+                break; /* the daemon stops */
         }
         pthread_mutex_lock(&c->mu);
+        c->gate_ticket = ticket;
         c->started_at = clocks_wall_ms();
         pthread_mutex_unlock(&c->mu);
         c->tr->run(c, &why);
