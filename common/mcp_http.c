@@ -37,6 +37,7 @@
 
 #include "clocks.h"
 #include "http_guard.h"
+#include "http_conn.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -66,8 +67,12 @@ const char *mcp_http__keepalive_of(const struct mg_context *ctx, char *buf, size
     return buf;
 }
 
+static const char close_line[] = "Connection: close\r\n";
+
 const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size)
 {
+    if (!http_conn_keeps_alive(conn))
+        return close_line;
     return mcp_http__keepalive_of(mg_get_context(conn), buf, size);
 }
 
@@ -76,6 +81,8 @@ const char *mcp_http__keepalive_cached(struct mcp_http *h, const struct mg_conne
 {
     const struct mg_context *ctx = mg_get_context(conn);
 
+    if (!http_conn_keeps_alive(conn))
+        return close_line;
     if (ctx && atomic_load_explicit(&h->ka_ctx, memory_order_acquire) == ctx)
         return h->ka_text;
     return mcp_http__keepalive_of(ctx, buf, size);
@@ -197,17 +204,27 @@ static int http_error(struct mg_connection *conn, int status, int code, const ch
     return status;
 }
 
-static int write_chunk(struct mg_connection *conn, const char *a, size_t alen, const char *b,
+/* Writes a, b and c (each may be empty) as one piece of st's event stream: one chunk, or the
+ * bare bytes when the stream is not chunked (HTTP/1.0). */
+static int write_piece(const struct hstream *st, const char *a, size_t alen, const char *b,
                        size_t blen, const char *c, size_t clen)
 {
+    struct mg_connection *conn = st->conn;
     char head[24];
     int n = snprintf(head, sizeof(head), "%zx\r\n", alen + blen + clen);
 
-    if (mg_write(conn, head, (size_t)n) <= 0 || (alen && mg_write(conn, a, alen) <= 0) ||
-        (blen && mg_write(conn, b, blen) <= 0) || (clen && mg_write(conn, c, clen) <= 0) ||
-        mg_write(conn, "\r\n", 2) <= 0)
+    if ((st->chunked && mg_write(conn, head, (size_t)n) <= 0) ||
+        (alen && mg_write(conn, a, alen) <= 0) || (blen && mg_write(conn, b, blen) <= 0) ||
+        (clen && mg_write(conn, c, clen) <= 0) || (st->chunked && mg_write(conn, "\r\n", 2) <= 0))
         return -1;
     return 0;
+}
+
+/* Ends st's event stream: its last chunk; an unchunked one ends when civetweb closes the
+ * connection (start_sse told it to). Returns -1 when the client is gone. */
+static int end_stream(const struct hstream *st)
+{
+    return !st->chunked || mg_write(st->conn, "0\r\n\r\n", 5) > 0 ? 0 : -1;
 }
 
 /* ---- streams ---- */
@@ -220,6 +237,7 @@ static void stream_init(struct hstream *st, struct mcp_http *h, struct mg_connec
     memset(st, 0, sizeof(*st));
     st->keepalive =
         mcp_http__keepalive_cached(h, conn, st->keepalive_buf, sizeof(st->keepalive_buf));
+    st->chunked = http_conn_is_http11(conn);
     pthread_mutex_init(&st->mu, NULL);
     clocks_cond_init(&st->cond);
     st->conn = conn;
@@ -291,17 +309,26 @@ static int answer_status(const struct hstream *st, const char *json, size_t len)
     }
 }
 
+/* The head of an event stream. HTTP/1.0 has no chunks: there the stream ends with the
+ * connection, which civetweb then closes even for a client that asked to keep it. */
 static int start_sse(struct hstream *st)
 {
     char head[512], ka[48];
-    int n = snprintf(
-        head, sizeof(head),
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
-        "no-store\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n%s%s%s%s\r\n",
-        st->keepalive ? st->keepalive : mcp_http__keepalive_header(st->conn, ka, sizeof(ka)),
-        st->session_header[0] ? "Mcp-Session-Id: " : "", st->session_header,
-        st->session_header[0] ? "\r\n" : "");
+    const char *conn_line = st->keepalive;
+    int n;
 
+    if (!st->chunked) {
+        mg_disable_connection_keep_alive(st->conn);
+        conn_line = close_line;
+    } else if (!conn_line) {
+        conn_line = mcp_http__keepalive_header(st->conn, ka, sizeof(ka));
+    }
+    n = snprintf(head, sizeof(head),
+                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
+                 "no-store\r\nX-Accel-Buffering: no\r\n%s%s%s%s%s\r\n",
+                 st->chunked ? "Transfer-Encoding: chunked\r\n" : "", conn_line,
+                 st->session_header[0] ? "Mcp-Session-Id: " : "", st->session_header,
+                 st->session_header[0] ? "\r\n" : "");
     st->mode = ST_SSE;
     return mg_write(st->conn, head, (size_t)n) > 0 ? 0 : -1;
 }
@@ -319,7 +346,7 @@ static int owner_write(struct hstream *st, const char *json, size_t len, enum mc
         st->done = true;
         if (st->mode == ST_UNSTARTED && start_sse(st) < 0)
             return -1;
-        return mg_write(st->conn, "0\r\n\r\n", 5) > 0 ? 0 : -1;
+        return end_stream(st);
     }
     if (st->mode == ST_UNSTARTED && final) {
         st->mode = ST_JSON;
@@ -329,11 +356,11 @@ static int owner_write(struct hstream *st, const char *json, size_t len, enum mc
     }
     if (st->mode == ST_UNSTARTED && start_sse(st) < 0)
         return -1;
-    if (write_chunk(st->conn, "event: message\ndata: ", 21, json, len, "\n\n", 2) < 0)
+    if (write_piece(st, "event: message\ndata: ", 21, json, len, "\n\n", 2) < 0)
         return -1;
     if (final) {
         st->done = true;
-        if (mg_write(st->conn, "0\r\n\r\n", 5) <= 0)
+        if (end_stream(st) < 0)
             return -1;
     }
     return 0;
@@ -467,7 +494,7 @@ static void stream_end(struct mcp_http *h, struct hstream *st)
     stream_unlist(h, st);
     stream_unwatch(h, st);
     if (st->mode == ST_SSE && !st->done && !st->dead)
-        mg_write(st->conn, "0\r\n\r\n", 5);
+        (void)end_stream(st);
     else if (st->mode == ST_UNSTARTED && st->session_ended && !st->done && !st->dead)
         http_error(st->conn, 404, -32001, NULL,
                    "Session not found: the session ended while this request was served (its "
@@ -528,7 +555,7 @@ static void stream_run(struct mcp_http *h, struct hstream *st, bool long_lived)
         if ((long_lived || st->mode == ST_SSE) && now >= next_ping) {
             pthread_mutex_unlock(&st->mu);
             if ((st->mode == ST_UNSTARTED && start_sse(st) < 0) ||
-                write_chunk(st->conn, ":\n\n", 3, NULL, 0, NULL, 0) < 0)
+                write_piece(st, ":\n\n", 3, NULL, 0, NULL, 0) < 0)
                 st->dead = true;
             next_ping = now + keepalive;
             pthread_mutex_lock(&st->mu);
@@ -1411,7 +1438,7 @@ static int on_sse(struct mcp_http *h, struct mg_connection *conn)
     pthread_mutex_lock(&hs->mu);
     hs->out = &st;
     pthread_mutex_unlock(&hs->mu);
-    if (start_sse(&st) == 0 && write_chunk(conn, event, (size_t)n, NULL, 0, NULL, 0) == 0)
+    if (start_sse(&st) == 0 && write_piece(&st, event, (size_t)n, NULL, 0, NULL, 0) == 0)
         stream_run(h, &st, true);
     pthread_mutex_lock(&hs->mu);
     hs->out = NULL;

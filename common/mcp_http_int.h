@@ -61,6 +61,7 @@ struct hstream {
     char session_header[MCP_HTTP_ID_LEN + 1]; /* Mcp-Session-Id to send with the first bytes */
     const char *keepalive; /* the keep-alive header line of its answers: h's copy, keepalive_buf
                               or a literal (mcp_http__keepalive_cached) */
+    bool chunked;          /* HTTP/1.1: an event stream is chunked (else it ends at the close) */
     char keepalive_buf[48];
 };
 
@@ -126,11 +127,13 @@ void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
 
 /* The header line that tells the client how long the server keeps an idle connection
  * ("Keep-Alive: timeout=S\r\n", from civetweb's keep_alive_timeout_ms), or that it closes it
- * ("Connection: close\r\n"). Without it a client reuses a connection the server is closing at
+ * after this answer ("Connection: close\r\n": keep-alive is off, or civetweb closes this
+ * connection, http_conn.h). Without it a client reuses a connection the server is closing at
  * that moment, and its next request fails ("fetch failed" in undici). Returns buf or a literal. */
 const char *mcp_http__keepalive_header(const struct mg_connection *conn, char *buf, size_t size);
 
-/* The same for a context; mcp_http_attach_ws() keeps ctx's in h (ka_ctx, ka_text). */
+/* The same for a context, for connections that civetweb keeps; mcp_http_attach_ws() keeps
+ * ctx's in h (ka_ctx, ka_text). */
 const char *mcp_http__keepalive_of(const struct mg_context *ctx, char *buf, size_t size);
 
 /* mcp_http__keepalive_header() by way of h's copy when conn is of the context it was made for:

@@ -35,6 +35,7 @@
 #include "clocks.h"
 #include "connwatch.h"
 #include "console.h"
+#include "http_conn.h"
 #include "http_guard.h"
 #include "jsonbuf.h"
 #include "jsonrpc.h"
@@ -108,32 +109,23 @@ static void http_date(char *out)
     pthread_mutex_unlock(&mu);
 }
 
-/* True when the connection stays open after this answer: HTTP/1.1 unless the client sent
- * Connection: close, HTTP/1.0 only with Connection: keep-alive (civetweb's own rule), and never
- * when the answer itself says Connection: close (refuse_body()). */
-static bool stays_open(struct mg_connection *conn, const char *extra_name, const char *extra_value)
+/* True when the answer itself says Connection: close (refuse_body()). */
+static bool says_close(const char *extra_name, const char *extra_value)
 {
-    const char *version = mg_get_request_info(conn)->http_version;
-    const char *c = mg_get_header(conn, "Connection");
-
-    if (extra_name && strcasecmp(extra_name, "Connection") == 0 && extra_value &&
-        strcasecmp(extra_value, "close") == 0)
-        return false;
-    if (c && strcasecmp(c, "close") == 0)
-        return false;
-    return !version || strcmp(version, "1.0") != 0 || (c && strcasecmp(c, "keep-alive") == 0);
+    return extra_name && strcasecmp(extra_name, "Connection") == 0 && extra_value &&
+           strcasecmp(extra_value, "close") == 0;
 }
 
 /* Sends one complete response; extra_name/extra_value add one header (may be NULL).
  * The head is written by hand rather than with mg_response_header_*(): a small answer then
  * leaves in one write (one segment with TCP_NODELAY), and the head may follow the interim
  * "100 Continue", after which civetweb's header functions send nothing. (civetweb would also
- * format Date with gmtime(), whose shared buffer races between workers.) No Connection header:
- * HTTP/1.1 connections stay open unless the client or refuse_body() says otherwise. An answer
- * on a connection that stays open says for how long it may sit idle (Keep-Alive: timeout=S,
+ * format Date with gmtime(), whose shared buffer races between workers.) An answer on a
+ * connection that stays open says for how long it may sit idle (Keep-Alive: timeout=S,
  * civetweb's keep_alive_timeout_ms): a client that keeps connections (Node's http.Agent with a
  * timeout, undici) then stops reusing one before runboxd closes it, instead of sending a request
- * into a connection that is being closed and getting no answer ("socket hang up"). */
+ * into a connection that is being closed and getting no answer ("socket hang up"). One that
+ * civetweb closes after it (http_conn.h) says Connection: close. */
 int api_send_json(struct mg_connection *conn, int status, const char *body, size_t len,
                   const char *extra_name, const char *extra_value)
 {
@@ -142,8 +134,12 @@ int api_send_json(struct mg_connection *conn, int status, const char *body, size
     size_t vlen = 0;
     int n;
 
-    if (stays_open(conn, extra_name, extra_value))
+    if (says_close(extra_name, extra_value))
+        ka[0] = '\0'; /* the extra header says it */
+    else if (http_conn_keeps_alive(conn))
         snprintf(ka, sizeof(ka), "Keep-Alive: timeout=%d\r\n", API_KEEPALIVE_MS / 1000);
+    else
+        snprintf(ka, sizeof(ka), "Connection: close\r\n");
     /* Every byte sent is UTF-8: a command's output or a file name may not be, and cJSON passes
      * such bytes through. Each bad byte becomes U+FFFD (names were escaped before, vfs.h). */
     if (utf8_make_valid(body, len, &valid, &vlen) < 0) {

@@ -29,6 +29,7 @@
 #include "connwatch.h"
 #include "console.h"
 #include "events.h"
+#include "http_conn.h"
 #include "jsonbuf.h"
 #include "utf8.h"
 #include "log.h"
@@ -74,19 +75,9 @@ struct api_events {
 
 /* ---- SSE writing ---- */
 
-/* HTTP/1.1 (or later): chunks are allowed. */
-static bool is_http11(struct mg_connection *conn)
-{
-    const char *v = mg_get_request_info(conn)->http_version;
-
-    return v && strcmp(v, "1.0") != 0 && strcmp(v, "0.9") != 0;
-}
-
 bool api_sse_can_end(struct mg_connection *conn)
 {
-    const char *c = mg_get_header(conn, "Connection");
-
-    return is_http11(conn) || !c || !strcasestr(c, "keep-alive");
+    return http_conn_is_http11(conn) || !http_conn_keeps_alive(conn);
 }
 
 int api_sse_begin(struct api_sse *sse, struct mg_connection *conn)
@@ -99,9 +90,15 @@ int api_sse_begin(struct api_sse *sse, struct mg_connection *conn)
     int n;
 
     sse->conn = conn;
-    sse->chunked = is_http11(conn);
-    n = snprintf(out, sizeof(out), "%s%s\r\n", head,
-                 sse->chunked ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n");
+    sse->chunked = http_conn_is_http11(conn);
+    /* Unchunked, the close is the stream's end: civetweb must not keep the connection even for
+     * an HTTP/1.0 client that asked it to (GET /events). A chunked stream is followed by the
+     * client's next request, unless civetweb closes the connection anyway (http_conn.h). */
+    if (!sse->chunked)
+        mg_disable_connection_keep_alive(conn);
+    n = snprintf(out, sizeof(out), "%s%s%s\r\n", head,
+                 sse->chunked ? "Transfer-Encoding: chunked\r\n" : "",
+                 sse->chunked && http_conn_keeps_alive(conn) ? "" : "Connection: close\r\n");
     return mg_write(conn, out, (size_t)n) == n ? 0 : -1;
 }
 

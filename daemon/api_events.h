@@ -71,8 +71,9 @@ struct api_sse {
 };
 
 /* True when a stream on this request can end while the connection stays usable: HTTP/1.1
- * (chunked), or HTTP/1.0 without Connection: keep-alive (civetweb closes it after the answer).
- * POST /tool streams only then. */
+ * (chunked), or a connection civetweb closes after the answer anyway (HTTP/1.0 without
+ * Connection: keep-alive; http_conn.h). POST /tool streams only then: an HTTP/1.0 client that
+ * keeps its connection gets the plain answer. */
 bool api_sse_can_end(struct mg_connection *conn);
 
 /* Writes the 200 answer's head for an event stream on conn. -1 when the client is gone. */
