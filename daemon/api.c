@@ -109,6 +109,15 @@ static void http_date(char *out)
     pthread_mutex_unlock(&mu);
 }
 
+#define API_STR_(x) #x
+#define API_STR(x)  API_STR_(x)
+
+const char *api_conn_line(const struct mg_connection *conn)
+{
+    return http_conn_keeps_alive(conn) ? "Keep-Alive: timeout=" API_STR(API_KEEPALIVE_S) "\r\n"
+                                       : "Connection: close\r\n";
+}
+
 /* True when the answer itself says Connection: close (refuse_body()). */
 static bool says_close(const char *extra_name, const char *extra_value)
 {
@@ -130,16 +139,11 @@ int api_send_json(struct mg_connection *conn, int status, const char *body, size
                   const char *extra_name, const char *extra_value)
 {
     static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
-    char out[8192], ka[40] = "", date[API_DATE_SIZE], *valid = NULL;
+    char out[8192], date[API_DATE_SIZE], *valid = NULL;
+    const char *ka = says_close(extra_name, extra_value) ? "" : api_conn_line(conn);
     size_t vlen = 0;
     int n;
 
-    if (says_close(extra_name, extra_value))
-        ka[0] = '\0'; /* the extra header says it */
-    else if (http_conn_keeps_alive(conn))
-        snprintf(ka, sizeof(ka), "Keep-Alive: timeout=%d\r\n", API_KEEPALIVE_MS / 1000);
-    else
-        snprintf(ka, sizeof(ka), "Connection: close\r\n");
     /* Every byte sent is UTF-8: a command's output or a file name may not be, and cJSON passes
      * such bytes through. Each bad byte becomes U+FFFD (names were escaped before, vfs.h). */
     if (utf8_make_valid(body, len, &valid, &vlen) < 0) {

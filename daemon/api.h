@@ -26,7 +26,8 @@ struct call_service;
 #define API_THREADS  320         /* civetweb workers; a keep-alive connection or stream keeps one */
 /* Idle keep-alive connections are closed after this. undici (Node's fetch) reuses a connection
  * only when the server promises more than 2 s. */
-#define API_KEEPALIVE_MS 5000
+#define API_KEEPALIVE_S  5
+#define API_KEEPALIVE_MS (API_KEEPALIVE_S * 1000)
 
 struct catalog;
 
@@ -70,6 +71,11 @@ struct mg_connection;
  * (e.g. "Allow", "Connection: close"). Returns status. */
 int api_send_json(struct mg_connection *conn, int status, const char *body, size_t len,
                   const char *hname, const char *hval);
+
+/* The header line that says what happens to conn after this answer: "Keep-Alive: timeout=5\r\n"
+ * when civetweb keeps it, else "Connection: close\r\n" (common/http_conn.h). Every answer
+ * written by hand carries it. */
+const char *api_conn_line(const struct mg_connection *conn);
 
 /* Writes {"ok":false,"error":msg} with this status (503 if memory runs out), plus the optional
  * extra header as above. Returns status. */

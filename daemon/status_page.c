@@ -149,8 +149,8 @@ int status_page_handle(const struct status_page *p, struct mg_connection *conn, 
                  "base-uri 'none'; form-action 'none'\r\n"
                  "X-Frame-Options: DENY\r\nX-Content-Type-Options: nosniff\r\n"
                  "Referrer-Policy: no-referrer\r\nCross-Origin-Resource-Policy: same-origin\r\n"
-                 "Cross-Origin-Opener-Policy: same-origin\r\n\r\n",
-                 p->html_len, p->nonce, p->nonce);
+                 "Cross-Origin-Opener-Policy: same-origin\r\n%s\r\n",
+                 p->html_len, p->nonce, p->nonce, api_conn_line(conn));
     if (n < 0 || (size_t)n >= sizeof(head))
         return api_send_error(conn, 500, "status page: header too long", NULL, NULL);
     mg_write(conn, head, (size_t)n);

@@ -44,8 +44,8 @@ const whole = (text) => {
   return end >= 0 && m && text.length >= end + 4 + Number(m[1]);
 };
 
-const get = (version, conn) =>
-  `GET /health HTTP/${version}\r\nHost: 127.0.0.1:${d.port}\r\n${conn ? `Connection: ${conn}\r\n` : ''}\r\n`;
+const get = (version, conn, path = '/health') =>
+  `GET ${path} HTTP/${version}\r\nHost: 127.0.0.1:${d.port}\r\n${conn ? `Connection: ${conn}\r\n` : ''}\r\n`;
 // /mcp needs both types in Accept; /tool answers an event stream when it may.
 const post = (path, body, version, conn, extra = '') => {
   const b = JSON.stringify(body);
@@ -73,6 +73,7 @@ for (const [version, conn, keeps] of CASES) {
   test(`HTTP/${version}${conn ? ` with Connection: ${conn}` : ''}: the answer says the connection ${keeps ? 'stays' : 'closes'}, and it does`, async () => {
     const routes = [
       ['GET /health', get(version, conn)],
+      ['GET / (the status page)', get(version, conn, '/')],
       ['POST /tool/list_dir', post('/tool/list_dir', { path: '/' }, version, conn)],
       ['POST /mcp initialize', post('/mcp', INIT, version, conn)],
       ['POST /mcp refused', post('/mcp', { jsonrpc: '2.0', id: 2, method: 'tools/list' }, version, conn)],
