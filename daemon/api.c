@@ -745,7 +745,7 @@ static int run_tool(struct api *a, struct mg_connection *conn, const char *name,
                           "X-Runbox-Client must be 1 to 48 characters of letters, digits and _.:- "
                           "(it names the client, so that Studio serves clients in turn); leave "
                           "it out to be served as an unnamed client");
-    c = call_begin(a->calls, name, args, 0, &rep, &err);
+    c = call_begin(a->calls, name, args, &rep, &err);
     if (!c) {
         if (err.kind == ERR_NOT_FOUND)
             return send_error(conn, 404, err.msg);

@@ -178,7 +178,7 @@ static void on_tool(void *arg, struct mcp_call *mc)
     m->mc = mc;
     /* The engine checked the listed schema only (catalog_listed_schema): the call service
      * checks the whole one, ceilings included. */
-    m->c = call_begin(a->calls, mcp_call_name(mc), mcp_call_arguments(mc), 0, NULL, &err);
+    m->c = call_begin(a->calls, mcp_call_name(mc), mcp_call_arguments(mc), NULL, &err);
     if (!m->c) {
         free(m);
         tool_failed(mc, err.msg, false);

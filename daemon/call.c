@@ -385,7 +385,7 @@ static const struct catalog_tool *find_external(struct call_service *svc, const 
 }
 
 struct call *call_begin(struct call_service *svc, const char *name, const cJSON *args,
-                        unsigned flags, struct schema_report *rep, struct errinfo *err)
+                        struct schema_report *rep, struct errinfo *err)
 {
     const struct catalog_tool *tool = catalog_find(svc->cat, name);
     struct registry_hold *hold = NULL;
@@ -398,15 +398,13 @@ struct call *call_begin(struct call_service *svc, const char *name, const cJSON 
         if (!tool)
             return NULL;
     }
-    if (!(flags & CALL_PREVALIDATED)) {
-        if (!rep)
-            rep = &local;
-        if (schema_validate(catalog_tool_input_schema(tool), args, "arguments", rep) < 0) {
-            errinfo_set(err, ERR_INVALID, "invalid arguments for %s: %s", name,
-                        rep->count ? rep->msgs[0] : "rejected by the schema");
-            registry_unhold(hold);
-            return NULL;
-        }
+    if (!rep)
+        rep = &local;
+    if (schema_validate(catalog_tool_input_schema(tool), args, "arguments", rep) < 0) {
+        errinfo_set(err, ERR_INVALID, "invalid arguments for %s: %s", name,
+                    rep->count ? rep->msgs[0] : "rejected by the schema");
+        registry_unhold(hold);
+        return NULL;
     }
     row = budget_row(tool);
     if (row >= 0 && call_service_admit(svc, (enum call_budget)row, err) < 0) {

@@ -82,8 +82,6 @@ void call_service_mint_id(struct call_service *svc, char *buf, size_t size);
 /* The tool by name, or NULL. Borrowed from the service's catalog. */
 const struct catalog_tool *call_service_find(const struct call_service *svc, const char *name);
 
-#define CALL_PREVALIDATED 1u /* the arguments already passed the tool's schema (the MCP engine) */
-
 /* Starts a call of tool `name` with `args` (borrowed: must outlive the call). A name the
  * catalog does not have is looked up in the registry of external servers (its exact name,
  * "<server>/<tool>", or a bare tool name only one server has; the call holds the registry's
@@ -92,7 +90,7 @@ const struct catalog_tool *call_service_find(const struct call_service *svc, con
  * not NULL, gets every violation; err the first), ERR_UNAVAILABLE when the tool's budget row is
  * full ("runboxd is busy: ..."). Returns an owned call (end it with call_end) or NULL. */
 struct call *call_begin(struct call_service *svc, const char *name, const cJSON *args,
-                        unsigned flags, struct schema_report *rep, struct errinfo *err);
+                        struct schema_report *rep, struct errinfo *err);
 
 /* Runs the call to its end in the calling thread (it blocks as long as the tool does). Returns 0
  * with *out filled, or -1 with err: the tool's own failure, ERR_TIMEOUT when it ran out of time,

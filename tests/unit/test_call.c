@@ -44,7 +44,7 @@ START_TEST(test_call_unknown_tool_is_not_found)
     struct errinfo err = {0};
     cJSON *a = args_of("{}");
 
-    ck_assert_ptr_null(call_begin(svc, "no_such_tool", a, 0, NULL, &err));
+    ck_assert_ptr_null(call_begin(svc, "no_such_tool", a, NULL, &err));
     ck_assert_int_eq(err.kind, ERR_NOT_FOUND);
     ck_assert_str_eq(err.msg, "unknown tool: no_such_tool; GET /tools lists the tools");
     cJSON_Delete(a);
@@ -57,7 +57,7 @@ START_TEST(test_call_invalid_arguments_name_the_rule)
     struct schema_report rep;
     cJSON *a = args_of("{\"path\": 7}");
 
-    ck_assert_ptr_null(call_begin(svc, "read_file", a, 0, &rep, &err));
+    ck_assert_ptr_null(call_begin(svc, "read_file", a, &rep, &err));
     ck_assert_int_eq(err.kind, ERR_INVALID);
     ck_assert_str_eq(err.msg, "invalid arguments for read_file: arguments.path: expected string, "
                               "got integer");
@@ -66,11 +66,11 @@ START_TEST(test_call_invalid_arguments_name_the_rule)
 }
 END_TEST
 
-START_TEST(test_call_prevalidated_skips_the_schema)
+START_TEST(test_call_knows_its_tool_and_services)
 {
     struct errinfo err = {0};
-    cJSON *a = args_of("{\"path\": 7}");
-    struct call *c = call_begin(svc, "read_file", a, CALL_PREVALIDATED, NULL, &err);
+    cJSON *a = args_of("{\"path\": \"/x\"}");
+    struct call *c = call_begin(svc, "read_file", a, NULL, &err);
 
     ck_assert_ptr_nonnull(c);
     ck_assert_str_eq(catalog_tool_name(call_tool(c)), "read_file");
@@ -86,18 +86,18 @@ START_TEST(test_call_long_row_is_bounded_and_released)
     struct errinfo err = {0};
     cJSON *a = args_of("{\"command\": \"true\"}");
     cJSON *k = args_of("{\"pid\": 1}");
-    struct call *c1 = call_begin(svc, "exec", a, 0, NULL, &err);
-    struct call *c2 = call_begin(svc, "kill", k, 0, NULL, &err);
+    struct call *c1 = call_begin(svc, "exec", a, NULL, &err);
+    struct call *c2 = call_begin(svc, "kill", k, NULL, &err);
     struct call *c3;
     cJSON *j;
 
     ck_assert_ptr_nonnull(c1);
     ck_assert_ptr_nonnull(c2);
-    ck_assert_ptr_null(call_begin(svc, "exec", a, 0, NULL, &err));
+    ck_assert_ptr_null(call_begin(svc, "exec", a, NULL, &err));
     ck_assert_int_eq(err.kind, ERR_UNAVAILABLE);
     ck_assert_msg(strstr(err.msg, "runboxd is busy: 2 calls that can take long"), "%s", err.msg);
     /* A quick tool takes no slot. */
-    c3 = call_begin(svc, "list_dir", a = (cJSON_Delete(a), args_of("{}")), 0, NULL, NULL);
+    c3 = call_begin(svc, "list_dir", a = (cJSON_Delete(a), args_of("{}")), NULL, NULL);
     ck_assert_ptr_nonnull(c3);
     call_end(c3);
     j = call_service_budget_json(svc);
@@ -105,7 +105,7 @@ START_TEST(test_call_long_row_is_bounded_and_released)
     cJSON_Delete(j);
     call_end(c1);
     errinfo_clear(&err);
-    c1 = call_begin(svc, "kill", k, 0, NULL, &err);
+    c1 = call_begin(svc, "kill", k, NULL, &err);
     ck_assert_msg(c1 != NULL, "the slot came back: %s", err.msg);
     call_end(c1);
     call_end(c2);
@@ -137,7 +137,7 @@ static void count_hook(void *arg)
 START_TEST(test_call_cancel_runs_the_hook_once)
 {
     cJSON *a = args_of("{}");
-    struct call *c = call_begin(svc, "list_dir", a, 0, NULL, NULL);
+    struct call *c = call_begin(svc, "list_dir", a, NULL, NULL);
 
     hook_runs = 0;
     ck_assert(!call_is_cancelled(c));
@@ -155,7 +155,7 @@ END_TEST
 START_TEST(test_call_hook_registered_after_cancel_runs_at_once)
 {
     cJSON *a = args_of("{}");
-    struct call *c = call_begin(svc, "list_dir", a, 0, NULL, NULL);
+    struct call *c = call_begin(svc, "list_dir", a, NULL, NULL);
 
     hook_runs = 0;
     call_cancel(c);
@@ -170,7 +170,7 @@ END_TEST
 START_TEST(test_call_removed_hook_never_runs)
 {
     cJSON *a = args_of("{}");
-    struct call *c = call_begin(svc, "list_dir", a, 0, NULL, NULL);
+    struct call *c = call_begin(svc, "list_dir", a, NULL, NULL);
 
     hook_runs = 0;
     call_on_cancel(c, count_hook, &hook_runs);
@@ -207,7 +207,7 @@ static void sink(void *ctx, double progress, double total, const char *message)
 START_TEST(test_call_progress_reaches_the_sink_until_cancelled)
 {
     cJSON *a = args_of("{}");
-    struct call *c = call_begin(svc, "list_dir", a, 0, NULL, NULL);
+    struct call *c = call_begin(svc, "list_dir", a, NULL, NULL);
 
     ck_assert(!call_wants_progress(c));
     call_set_progress(c, sink, NULL);
@@ -228,7 +228,7 @@ START_TEST(test_call_run_of_a_cancelled_call_does_not_start)
     struct errinfo err = {0};
     struct tools_result res;
     cJSON *a = args_of("{}");
-    struct call *c = call_begin(svc, "list_dir", a, 0, NULL, NULL);
+    struct call *c = call_begin(svc, "list_dir", a, NULL, NULL);
 
     call_cancel(c);
     ck_assert_int_eq(call_run(c, &res, &err), -1);
@@ -246,7 +246,7 @@ START_TEST(test_call_studio_route_without_a_bridge)
     struct errinfo err = {0};
     struct tools_result res;
     cJSON *a = args_of("{}");
-    struct call *c = call_begin(svc, "get_selection", a, 0, NULL, &err);
+    struct call *c = call_begin(svc, "get_selection", a, NULL, &err);
 
     ck_assert_msg(c != NULL, "%s", err.msg);
     ck_assert_int_eq(call_run(c, &res, &err), -1);
@@ -266,7 +266,7 @@ static Suite *call_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_call_unknown_tool_is_not_found);
     tcase_add_test(tc, test_call_invalid_arguments_name_the_rule);
-    tcase_add_test(tc, test_call_prevalidated_skips_the_schema);
+    tcase_add_test(tc, test_call_knows_its_tool_and_services);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("budget");
