@@ -393,8 +393,8 @@ cJSON *catalog_listed_schema(const cJSON *schema)
 
 /* A copy of annotations without the hints that say what the MCP default says anyway
  * (readOnlyHint false, destructiveHint true, idempotentHint false, openWorldHint true): a client
- * reads the same thing from fewer characters. Owned or NULL. */
-cJSON *catalog__listed_annotations(const cJSON *ann)
+ * reads the same thing from fewer characters. */
+int catalog__listed_annotations(const cJSON *ann, cJSON **out)
 {
     static const struct {
         const char *name;
@@ -403,15 +403,26 @@ cJSON *catalog__listed_annotations(const cJSON *ann)
                     {"destructiveHint", true},
                     {"idempotentHint", false},
                     {"openWorldHint", true}};
-    cJSON *copy = cJSON_Duplicate(ann, true);
+    cJSON *copy;
 
-    for (size_t i = 0; copy && i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+    *out = NULL;
+    if (!ann)
+        return 0;
+    copy = cJSON_Duplicate(ann, true);
+    if (!copy)
+        return -1;
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(copy, defaults[i].name);
 
         if (cJSON_IsBool(v) && cJSON_IsTrue(v) == defaults[i].dflt)
             cJSON_DeleteItemFromObjectCaseSensitive(copy, defaults[i].name);
     }
-    return copy;
+    if (!copy->child) { /* every hint is MCP's default: no annotations */
+        cJSON_Delete(copy);
+        return 0;
+    }
+    *out = copy;
+    return 0;
 }
 
 cJSON *catalog__tool_entry(const struct catalog_tool *t)
@@ -435,13 +446,14 @@ cJSON *catalog__tool_entry(const struct catalog_tool *t)
                 goto fail;
             continue;
         }
-        listed = is_input ? catalog_listed_schema(item) : catalog__listed_annotations(item);
+        if (is_input)
+            listed = catalog_listed_schema(item);
+        else if (catalog__listed_annotations(item, &listed) < 0)
+            goto fail;
+        else if (!listed)
+            continue; /* only MCP's defaults */
         if (!listed)
             goto fail;
-        if (!is_input && !listed->child) {
-            cJSON_Delete(listed); /* every hint is MCP's default: no annotations */
-            continue;
-        }
         if (!cJSON_AddItemToObject(obj, shown[k], listed)) {
             cJSON_Delete(listed);
             goto fail;

@@ -103,20 +103,21 @@ static const char *string_of(const cJSON *obj, const char *key)
 static void put_tool(FILE *out, const struct catalog_tool *t)
 {
     cJSON *input = catalog_listed_schema(t->input_schema);
-    const cJSON *ann_obj = cJSON_GetObjectItemCaseSensitive(t->tool, "annotations");
-    cJSON *ann = ann_obj ? catalog__listed_annotations(ann_obj) : NULL;
+    cJSON *ann = NULL;
+    int ann_rc =
+        catalog__listed_annotations(cJSON_GetObjectItemCaseSensitive(t->tool, "annotations"), &ann);
     cJSON *entry = catalog__tool_entry(t);
     char *texts[5];
     static const char *const fields[] = {"object", "input", "output", "annotations", "entry"};
 
-    if (!input || (ann_obj && !ann) || !entry) {
+    if (!input || ann_rc < 0 || !entry) {
         fputs("catalog_compile: out of memory\n", stderr);
         exit(1);
     }
     texts[0] = print(t->tool);
     texts[1] = print(input);
     texts[2] = print(t->output_schema);
-    texts[3] = ann && ann->child ? print(ann) : NULL; /* only MCP's defaults: none */
+    texts[3] = ann ? print(ann) : NULL;
     texts[4] = print(entry);
     fputs("    {\n        .name = ", out);
     put_literal(out, t->name);

@@ -83,9 +83,10 @@ char *catalog__tools_json(const struct catalog *cat);
  * (cJSON_Delete frees only the copies in it), or NULL (memory). */
 cJSON *catalog__tool_entry(const struct catalog_tool *t);
 
-/* catalog.c: a copy of a tool's annotations without the hints that only repeat MCP's
- * defaults, as tools/list shows them. Owned (cJSON_Delete) or NULL. */
-cJSON *catalog__listed_annotations(const cJSON *ann);
+/* catalog.c: a tool's annotations (ann; NULL for none) as tools/list shows them, without the
+ * hints that only repeat MCP's defaults: *out is an owned copy, or NULL when nothing is left to
+ * show. Returns 0, or -1 when memory ran out. */
+int catalog__listed_annotations(const cJSON *ann, cJSON **out);
 
 /* catalog_profile.c: loads the profiles document doc (borrowed; it must outlive cat) into
  * cat->profiles, checking every group name against cat->tools. */

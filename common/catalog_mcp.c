@@ -39,8 +39,8 @@ static int register_parsed(const struct catalog_tool *t, struct mcp_server *srv,
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
     cJSON *in = catalog_listed_schema(catalog_tool_input_schema(t));
     cJSON *out = out_obj ? cJSON_Duplicate(out_obj, true) : NULL;
-    cJSON *ann = ann_obj ? catalog__listed_annotations(ann_obj) : NULL;
-    bool made = in && (!out_obj || out) && (!ann_obj || ann);
+    cJSON *ann = NULL;
+    bool made = in && (!out_obj || out) && catalog__listed_annotations(ann_obj, &ann) == 0;
     struct mcp_tool mt = {
         .name = catalog_tool_name(t),
         .title = cJSON_IsString(title) ? title->valuestring : NULL,
@@ -49,10 +49,6 @@ static int register_parsed(const struct catalog_tool *t, struct mcp_server *srv,
         .arg = arg,
     };
 
-    if (ann && !ann->child) { /* every hint is MCP's default: no annotations */
-        cJSON_Delete(ann);
-        ann = NULL;
-    }
     if (!made) {
         cJSON_Delete(in);
         cJSON_Delete(out);
