@@ -10,7 +10,8 @@
 //       the same way;
 //    D. over stdio to runbox, which calls runboxd's POST /tool (the path of a stdio client such
 //       as Claude Desktop: the one the issue's target is about).
-//    Rounds interleave A, B, C, D; each reports p50 of CALLS sequential calls. The overhead of
+//    Every path first makes PREWARM calls (the servers' JIT warms up), then rounds interleave
+//    A, B, C, D; each reports p50 of CALLS sequential calls. The overhead of
 //    an aggregator is its p50 minus A's; the target is D - A <= 0.2 ms and
 //    (D - A) <= (C - A) / 5, and the same for B.
 // 2. Ten stdio upstreams (tests/lib/mcpservers.mjs, an SDK server): how long after runboxd's
@@ -41,6 +42,7 @@ const RUNBOXD = process.env.RUNBOXD;
 const RUNBOX = process.env.RUNBOX || path.join(path.dirname(RUNBOXD || '.'), '..', 'mcp-proxy', 'runbox');
 const CALLS = Number(process.env.CALLS || 1000);
 const WARMUP = Number(process.env.WARMUP || 100);
+const PREWARM = Number(process.env.PREWARM || 2000); // calls on each path once, before the rounds
 const RUNS = Number(process.env.RUNS || 3);
 const UPSTREAMS = Number(process.env.UPSTREAMS || 10);
 const PARTS = (process.env.PARTS || 'echo,many').split(',');
@@ -239,6 +241,11 @@ async function echoBench() {
     } catch { /* not up yet */ }
     await sleep(100);
   }
+  // Node's JIT warms server-everything over its first thousand calls or so. direct has a server
+  // of its own while the runboxd paths share one, so without this the first path measured on
+  // the shared server paid for warming it (p50 0.42 ms in its first round, 0.15 ms later).
+  for (const [client, tool] of [[direct, 'echo'], [viaRunbox, 'ev__echo'], [viaHub, hubTool], [viaStdio, 'ev__echo']])
+    for (let i = 0; i < PREWARM; i++) await client.request('tools/call', { name: tool, arguments: { message: 'x' } });
   const rows = { direct: [], runboxd: [], hub: [], local: [], stdio: [] };
   for (let r = 0; r < RUNS; r++) {
     rows.direct.push(await measure(direct, 'echo'));
