@@ -98,7 +98,7 @@ int api_sse_begin(struct api_sse *sse, struct mg_connection *conn)
         mg_disable_connection_keep_alive(conn);
     n = snprintf(out, sizeof(out), "%s%s%s\r\n", head,
                  sse->chunked ? "Transfer-Encoding: chunked\r\n" : "",
-                 sse->chunked && http_conn_keeps_alive(conn) ? "" : "Connection: close\r\n");
+                 sse->chunked ? api_conn_line(conn) : "Connection: close\r\n");
     return mg_write(conn, out, (size_t)n) == n ? 0 : -1;
 }
 

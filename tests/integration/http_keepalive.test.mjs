@@ -95,6 +95,33 @@ for (const [version, conn, keeps] of CASES) {
   });
 }
 
+// The daemon's own event streams (a POST /tool answered as a stream, GET /events) on HTTP/1.1
+// are chunked, and their heads say what happens after them like every other answer.
+test('POST /tool streamed and GET /events on HTTP/1.1: the head says Keep-Alive or Connection: close', async () => {
+  const ended = (t) => t.includes('\r\n0\r\n\r\n');
+  for (const [conn, keeps] of [[null, true], ['TE', false]]) {
+    const call = post('/tool/exec', { command: 'echo hi' }, '1.1', conn).replace('Accept: application/json', 'Accept: text/event-stream');
+    const r = await exchange(call, ended, { graceMs: keeps ? 300 : 4000 });
+    const h = head(r.text);
+    assert.match(h, /\r\nContent-Type: text\/event-stream\r\n/, h);
+    assert.match(h, /\r\nTransfer-Encoding: chunked\r\n/, h);
+    assert.ok(ended(r.text), `the stream ends with its last chunk: ${r.text}`);
+    assert.match(r.text, /"stdout":"hi\\n"/, r.text);
+    const events = get('1.1', conn, '/events');
+    const e = await exchange(events, (t) => t.includes('\r\n\r\n'), { graceMs: 100 });
+    for (const [name, text, closed] of [['POST /tool', h, r.closed], ['GET /events', head(e.text), null]]) {
+      if (keeps) {
+        assert.match(text, /\r\nKeep-Alive: timeout=5\r\n/, `${name}: ${text}`);
+        assert.doesNotMatch(text, /\r\nConnection: close\r\n/i, `${name}: ${text}`);
+      } else {
+        assert.match(text, /\r\nConnection: close\r\n/, `${name}: ${text}`);
+        assert.doesNotMatch(text, /\r\nKeep-Alive:/, `${name}: ${text}`);
+      }
+      if (closed !== null) assert.equal(closed, !keeps, `${name}: the connection ${keeps ? 'stays' : 'is closed'}`);
+    }
+  }
+});
+
 test('GET /sse on HTTP/1.0: an unchunked stream that ends with the connection', async () => {
   for (const conn of [null, 'keep-alive']) {
     const req = `GET /sse HTTP/1.0\r\nHost: 127.0.0.1:${d.port}\r\nAccept: text/event-stream\r\n` +
