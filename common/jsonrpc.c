@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Integers beyond 2^53 cannot be held exactly by cJSON's double, so such ids could not be
@@ -222,6 +223,118 @@ cJSON *jsonrpc_parse(const char *text, size_t len, struct errinfo *err)
         return NULL;
     }
     return root;
+}
+
+/* Rewrites every \u0000 escape inside a string of text[0..len) as \ufffd (the same length), in
+ * place. The walk is scan()'s: brackets and escapes count only where they mean something. */
+static void nul_escapes_to_replacement(char *text, size_t len)
+{
+    bool in_string = false;
+
+    for (size_t i = 0; i < len; i++) {
+        if (!in_string) {
+            in_string = text[i] == '"';
+        } else if (text[i] == '"') {
+            in_string = false;
+        } else if (text[i] == '\\' && i + 1 < len) {
+            i++;
+            if (text[i] == 'u' && len - i > 4 && memcmp(text + i + 1, "0000", 4) == 0)
+                memcpy(text + i + 1, "fffd", 4);
+        }
+    }
+}
+
+cJSON *jsonrpc_parse_peer(const char *text, size_t len, struct errinfo *err)
+{
+    struct jsonrpc_scan sc;
+    char *copy;
+    cJSON *root;
+
+    jsonrpc_scan(text, len, &sc);
+    if (!sc.has_nul_escape || sc.max_depth > JSONRPC_MAX_DEPTH)
+        return jsonrpc_parse(text, len, err);
+    copy = malloc(len);
+    if (!copy) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    memcpy(copy, text, len);
+    nul_escapes_to_replacement(copy, len);
+    root = jsonrpc_parse(copy, len, err);
+    free(copy);
+    return root;
+}
+
+bool jsonrpc_find_id(const char *text, size_t len, unsigned long long *id)
+{
+    size_t i = 0, key_at = 0;
+    int depth = 0;
+    bool in_string = false, want_key = false, key_is_id = false;
+
+    while (i < len && is_json_space(text[i]))
+        i++;
+    if (i == len || text[i] != '{')
+        return false;
+    for (; i < len; i++) {
+        char c = text[i];
+
+        if (in_string) {
+            if (c == '\\') {
+                i++;
+            } else if (c == '"') {
+                in_string = false;
+                /* A member name of the outermost object ends here. */
+                key_is_id = key_at && i - key_at == 2 && memcmp(text + key_at, "id", 2) == 0;
+                key_at = 0;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_string = true;
+            if (depth == 1 && want_key)
+                key_at = i + 1;
+            want_key = false;
+            break;
+        case '{':
+        case '[':
+            depth++;
+            want_key = depth == 1;
+            break;
+        case '}':
+        case ']':
+            depth--;
+            if (depth <= 0)
+                return false;
+            break;
+        case ',':
+            want_key = depth == 1;
+            break;
+        case ':':
+            if (depth == 1 && key_is_id) {
+                unsigned long long v = 0;
+                size_t k = i + 1, digits = 0;
+
+                while (k < len && is_json_space(text[k]))
+                    k++;
+                for (; k < len && text[k] >= '0' && text[k] <= '9' && digits < 19; k++, digits++)
+                    v = v * 10 + (unsigned long long)(text[k] - '0');
+                /* The number must end there: "7.5", "7e0" and a text cut after "12" of
+                 * "123" are no id of ours. */
+                if (digits == 0 || k == len ||
+                    !(is_json_space(text[k]) || text[k] == ',' || text[k] == '}'))
+                    return false;
+                *id = v;
+                return true;
+            }
+            break;
+        default:
+            break;
+        }
+        if (c != '"')
+            key_is_id = key_is_id && is_json_space(c);
+    }
+    return false;
 }
 
 static bool is_long_id(const cJSON *id)

@@ -41,6 +41,17 @@ void jsonrpc_scan(const char *text, size_t len, struct jsonrpc_scan *out);
  * the byte offset of the syntax error otherwise ("invalid JSON at byte 17: ..."). */
 cJSON *jsonrpc_parse(const char *text, size_t len, struct errinfo *err);
 
+/* jsonrpc_parse for a message from a server runbox is the client of (an external MCP server):
+ * \u0000 inside a string becomes U+FFFD instead of refusing the whole message, so an answer
+ * that carries a NUL (a binary file read as text) is kept, without its NUL bytes, which cJSON
+ * cannot hold. Every other refusal is jsonrpc_parse's. */
+cJSON *jsonrpc_parse_peer(const char *text, size_t len, struct errinfo *err);
+
+/* Finds the message's own "id" (a member of the outermost object, not of anything inside it)
+ * when it is a non-negative integer, without parsing: text[0..len) may be a message that
+ * jsonrpc_parse refused (too deep, broken further on). True with *id set when found. */
+bool jsonrpc_find_id(const char *text, size_t len, unsigned long long *id);
+
 enum jsonrpc_kind {
     JSONRPC_KIND_REQUEST,      /* method + id */
     JSONRPC_KIND_NOTIFICATION, /* method, no id */

@@ -596,6 +596,7 @@ void mcpclient_free(struct mcpclient *c)
     for (struct inmsg *in = mcpclient__take_inbox_locked(c), *next; in; in = next) {
         next = in->next;
         cJSON_Delete(in->msg);
+        free(in->why);
         free(in);
     }
     if (c->wake_fd >= 0)

@@ -48,12 +48,14 @@ struct outmsg {
 };
 
 /* A message a worker read for the client's thread (see mcpclient__receive_lent), or (msg NULL)
- * the id of an internal request whose answer was over the limit. */
+ * the id of an internal request whose answer could not be taken (over the size limit, JSON
+ * runbox cannot read): why says what the server sent, why_kind what kind of failure it is. */
 struct inmsg {
     struct inmsg *next;
     cJSON *msg;
-    uint64_t over_id;
-    size_t over_bytes;
+    uint64_t bad_id;
+    enum errinfo_kind why_kind;
+    char *why;
 };
 
 /* Who holds the reader's turn on a stdio server's stdout (mcpclient_int.h). */

@@ -248,13 +248,16 @@ static void dispatch(struct mcpclient *c, cJSON *msg)
     on_response(c, msg);
 }
 
+static void unreadable(struct mcpclient *c, const char *json, size_t len, const char *why,
+                       bool lent);
+
 void mcpclient__receive(struct mcpclient *c, const char *json, size_t len)
 {
     struct errinfo err = {0};
-    cJSON *msg = jsonrpc_parse(json, len, &err), *e;
+    cJSON *msg = jsonrpc_parse_peer(json, len, &err), *e;
 
     if (!msg) {
-        log_debug("mcp %s: a message that is not JSON is ignored (%s)", c->spec->name, err.msg);
+        unreadable(c, json, len, err.msg, false);
         return;
     }
     if (cJSON_IsArray(msg)) {
@@ -267,7 +270,7 @@ void mcpclient__receive(struct mcpclient *c, const char *json, size_t len)
 
 /* ---- the reader's turn (leader/follower on a stdio server's stdout) ---- */
 
-static void oversized_id(struct mcpclient *c, uint64_t id, size_t bytes, bool lent);
+static void fail_id(struct mcpclient *c, uint64_t id, enum errinfo_kind kind, char *why, bool lent);
 
 /* Wakes the worker holding the turn (its call was cancelled, or the turn is taken back). */
 void mcpclient__poke_reader(struct mcpclient *c)
@@ -381,7 +384,7 @@ static void handle_inbox(struct mcpclient *c, struct inmsg *in)
         if (in->msg)
             dispatch(c, in->msg);
         else
-            oversized_id(c, in->over_id, in->over_bytes, false);
+            fail_id(c, in->bad_id, in->why_kind, in->why, false);
         cJSON_Delete(in->msg);
         free(in);
         in = next;
@@ -440,9 +443,10 @@ bool mcpclient__reader_turn(struct mcpclient *c, int *poll_ms, bool *ended)
     return mine;
 }
 
-/* Queues msg (taken), or when NULL the oversized answer to over_id, for the client's thread:
- * true when the thread must be woken for it. */
-static bool queue_in(struct mcpclient *c, cJSON *msg, uint64_t over_id, size_t over_bytes)
+/* Queues msg (taken), or when NULL the answer to bad_id that could not be taken and why
+ * (taken), for the client's thread: true when the thread must be woken for it. */
+static bool queue_in(struct mcpclient *c, cJSON *msg, uint64_t bad_id, enum errinfo_kind why_kind,
+                     char *why)
 {
     struct inmsg *m = calloc(1, sizeof(*m));
     bool first;
@@ -450,11 +454,13 @@ static bool queue_in(struct mcpclient *c, cJSON *msg, uint64_t over_id, size_t o
     if (!m) {
         log_warn("mcp %s: out of memory: a message from the server is dropped", c->spec->name);
         cJSON_Delete(msg);
+        free(why);
         return false;
     }
     m->msg = msg;
-    m->over_id = over_id;
-    m->over_bytes = over_bytes;
+    m->bad_id = bad_id;
+    m->why_kind = why_kind;
+    m->why = why;
     pthread_mutex_lock(&c->mu);
     first = !c->in_head;
     if (c->in_tail)
@@ -489,22 +495,22 @@ static bool take_lent(struct mcpclient *c, cJSON *msg)
 void mcpclient__receive_lent(struct mcpclient *c, const char *json, size_t len)
 {
     struct errinfo err = {0};
-    cJSON *msg = jsonrpc_parse(json, len, &err), *e, *next;
+    cJSON *msg = jsonrpc_parse_peer(json, len, &err), *e, *next;
     bool wake_thread = false;
 
     if (!msg) {
-        log_debug("mcp %s: a message that is not JSON is ignored (%s)", c->spec->name, err.msg);
+        unreadable(c, json, len, err.msg, true);
         return;
     }
     if (cJSON_IsArray(msg)) {
         for (e = msg->child; e; e = next) {
             next = e->next;
             if (!take_lent(c, e))
-                wake_thread |= queue_in(c, cJSON_DetachItemViaPointer(msg, e), 0, 0);
+                wake_thread |= queue_in(c, cJSON_DetachItemViaPointer(msg, e), 0, ERR_NONE, NULL);
         }
         cJSON_Delete(msg);
     } else if (!take_lent(c, msg)) {
-        wake_thread = queue_in(c, msg, 0, 0);
+        wake_thread = queue_in(c, msg, 0, ERR_NONE, NULL);
     } else {
         cJSON_Delete(msg);
     }
@@ -534,10 +540,11 @@ static bool scan_id(const char *text, size_t len, uint64_t *out)
     return false;
 }
 
-/* Fails what waits for answer id, which was bytes long: a waiter at once, an internal request
- * only on the client's thread (its callbacks are the thread's): lent, a reading worker queues it
- * for the thread. */
-static void oversized_id(struct mcpclient *c, uint64_t id, size_t bytes, bool lent)
+/* Fails what waits for answer id, which could not be taken: why (taken) says what the server
+ * sent ("52428800 bytes, over ..."). A waiter fails at once; an internal request only on the
+ * client's thread (its callbacks are the thread's): lent, a reading worker queues it for the
+ * thread. */
+static void fail_id(struct mcpclient *c, uint64_t id, enum errinfo_kind kind, char *why, bool lent)
 {
     struct pending *p = NULL;
 
@@ -545,10 +552,7 @@ static void oversized_id(struct mcpclient *c, uint64_t id, size_t bytes, bool le
     p = find_pending_locked(c, id);
     if (p && p->waiter) {
         mcpclient__unlink_pending_locked(c, p);
-        errinfo_set(&p->err, ERR_TOO_LARGE,
-                    "%s answered with %zu bytes, over runbox's limit of %u bytes for one "
-                    "message; ask for less",
-                    c->spec->name, bytes, MCPCLIENT_MESSAGE_MAX);
+        errinfo_set(&p->err, kind, "%s answered with %s", c->spec->name, why ? why : "?");
         p->done = true;
         pthread_cond_broadcast(&p->cond);
         p = NULL;
@@ -557,24 +561,53 @@ static void oversized_id(struct mcpclient *c, uint64_t id, size_t bytes, bool le
     }
     pthread_mutex_unlock(&c->mu);
     if (p && lent) {
-        if (queue_in(c, NULL, id, bytes))
+        if (queue_in(c, NULL, id, kind, why))
             mcpclient__wake(c);
-    } else if (p) {
-        mcpclient__handshake_fail(c, "answered %s with %zu bytes, over the limit",
-                                  mcpclient__list_method(p->list), bytes);
+        return;
+    }
+    if (p) {
+        mcpclient__handshake_fail(c, "answered %s with %s", mcpclient__list_method(p->list),
+                                  why ? why : "?");
         mcpclient__free_internal(p);
     }
+    free(why);
+}
+
+/* A whole message that does not parse (JSON nested deeper than runbox reads, broken JSON): the
+ * request it answers, when its id can be found, fails now with what was wrong rather than at
+ * its timeout. Anything else a server writes that is not JSON (a stray log line on a stdio
+ * server's stdout) is dropped. */
+static void unreadable(struct mcpclient *c, const char *json, size_t len, const char *why,
+                       bool lent)
+{
+    unsigned long long id;
+    char *text = NULL;
+
+    if (!jsonrpc_find_id(json, len, &id)) {
+        log_debug("mcp %s: a message that is not JSON is ignored (%s)", c->spec->name, why);
+        return;
+    }
+    log_warn("mcp %s: the answer to request %llu is not JSON runbox can read (%s)", c->spec->name,
+             id, why);
+    if (asprintf(&text, "JSON runbox cannot read (%s)", why) < 0)
+        text = NULL;
+    fail_id(c, (uint64_t)id, ERR_INVALID, text, lent);
 }
 
 static void oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
                       const char *tail, size_t tail_len, bool lent)
 {
     uint64_t id;
+    char *why = NULL;
 
     log_warn("mcp %s: dropped a message of %zu bytes (the limit is %u)", c->spec->name, bytes,
              MCPCLIENT_MESSAGE_MAX);
-    if (scan_id(tail, tail_len, &id) || scan_id(head, head_len, &id))
-        oversized_id(c, id, bytes, lent);
+    if (!scan_id(tail, tail_len, &id) && !scan_id(head, head_len, &id))
+        return;
+    if (asprintf(&why, "%zu bytes, over runbox's limit of %u bytes for one message; ask for less",
+                 bytes, MCPCLIENT_MESSAGE_MAX) < 0)
+        why = NULL;
+    fail_id(c, id, ERR_TOO_LARGE, why, lent);
 }
 
 void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,

@@ -3,7 +3,9 @@
  * the contracts that the engine relies on, aborting when one breaks:
  *   - parse refuses exactly what the scan flags (too deep, \u0000), with a one-line message;
  *   - INVALID always comes with a reason; a REQUEST always has a usable id;
- *   - built lines are single-line JSON that parse back as a response carrying the same id. */
+ *   - built lines are single-line JSON that parse back as a response carrying the same id;
+ *   - parse_peer takes what parse takes, and the same tree, and refuses only for the same
+ *     reasons except \u0000; an id find_id finds is the parsed message's own id. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,48 @@ static void build_all(const cJSON *msg, enum jsonrpc_kind kind, const char *why)
     }
 }
 
+/* Both trees printed, not cJSON_Compare'd: 1e400 is inf, which compares unequal to itself. */
+static bool same_tree(const cJSON *a, const cJSON *b)
+{
+    char *pa = cJSON_PrintUnformatted(a), *pb = cJSON_PrintUnformatted(b);
+    bool same = pa && pb && strcmp(pa, pb) == 0;
+
+    free(pa);
+    free(pb);
+    return same;
+}
+
+/* parse_peer against parse's result msg (NULL with *err when it refused). */
+static void check_peer(const char *text, size_t size, const cJSON *msg, const struct errinfo *err)
+{
+    struct errinfo perr;
+    cJSON *peer;
+
+    errinfo_clear(&perr);
+    peer = jsonrpc_parse_peer(text, size, &perr);
+    if (msg) {
+        require(peer && same_tree(msg, peer));
+    } else if (!peer) {
+        require(errinfo_is_set(&perr) && strchr(perr.msg, '\n') == NULL);
+    } else { /* taken by the peer parse only: what parse refused was a \u0000 */
+        require(err->kind == ERR_INVALID && strstr(err->msg, "\\u0000") != NULL);
+    }
+    cJSON_Delete(peer);
+}
+
+static void check_find_id(const char *text, size_t size, const cJSON *msg)
+{
+    unsigned long long id;
+    const cJSON *member;
+
+    if (!jsonrpc_find_id(text, size, &id) || !cJSON_IsObject(msg))
+        return;
+    member = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    require(cJSON_IsNumber(member));
+    if (id < (1ULL << 53))
+        require(member->valuedouble == (double)id);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -73,6 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     jsonrpc_scan(text, size, &sc);
     errinfo_clear(&err);
     msg = jsonrpc_parse(text, size, &err);
+    check_peer(text, size, msg, &err);
+    check_find_id(text, size, msg);
     if (!msg) {
         require(errinfo_is_set(&err));
         require(strchr(err.msg, '\n') == NULL);

@@ -473,6 +473,40 @@ test('calls to a stdio server read its answers themselves: progress, cancel, tim
   }
 });
 
+test('an answer runbox cannot read fails its call at once, saying why; one with a NUL is kept', async () => {
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('raw', {
+    mcpServers: { raw: { command: process.execPath, args: [testServerScript, 'raw', 'raw'], timeout_ms: 30000 } },
+  })] });
+  try {
+    for (;;) {
+      const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'raw');
+      if (s.state === 'ready') break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    // A NUL is not something cJSON can hold: it comes back as U+FFFD, the rest of the text kept.
+    assert.equal((await d.call('raw__nul', {})).body.result, 'a\ufffdb');
+    const why = {
+      deep: /raw answered with JSON runbox cannot read \(JSON nests deeper than 64 levels\)/,
+      broken: /raw answered with JSON runbox cannot read \(invalid JSON at byte \d+: unexpected end of input\)/,
+      ctrl: /raw answered with JSON runbox cannot read \(invalid JSON at byte \d+: control character 0x01 inside a string must be escaped\)/,
+    };
+    for (const [tool, re] of Object.entries(why)) {
+      const t0 = Date.now();
+      const r = await d.call(`raw__${tool}`, {});
+      assert.equal(r.body.ok, false, JSON.stringify(r.body));
+      assert.match(r.body.error, re);
+      // It failed on the answer, not at the server's 30 s timeout.
+      assert.ok(Date.now() - t0 < 15000, `${tool} took ${Date.now() - t0} ms`);
+    }
+    // The server is still in use: nothing else was dropped.
+    assert.equal((await d.call('raw__echo', { message: 'still here' })).body.result, 'raw: still here');
+    const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'raw');
+    assert.equal(s.restarts, 0);
+  } finally {
+    await d.stop();
+  }
+});
+
 function writeConfig(name, obj) {
   const p = path.join(tmp, `${name}.json`);
   writeFileSync(p, typeof obj === 'string' ? obj : JSON.stringify(obj));

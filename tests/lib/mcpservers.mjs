@@ -106,3 +106,34 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
   console.error(`${name}: serving on stdio`);
   if (process.env.MCPSERVERS_LINGER === '1') setInterval(() => {}, 1 << 30);
 }
+
+// As a program: `node mcpservers.mjs raw NAME` is a hand-written stdio server whose answers are
+// what no SDK would send: `nul` answers text with a NUL in it (\u0000), `deep` a result nested
+// 100 levels deep with its id last, `broken` JSON cut off after its id, `ctrl` a raw control
+// character inside a string; `echo` answers normally.
+if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === 'raw') {
+  const name = process.argv[3] || 'raw';
+  const { createInterface } = await import('node:readline');
+  const send = (text) => process.stdout.write(`${text}\n`);
+  const answers = {
+    nul: (id) => JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'a\0b' }] } }),
+    deep: (id) => `{"jsonrpc":"2.0","result":{"content":[],"structuredContent":{"a":${'['.repeat(100)}${']'.repeat(100)}}},"id":${id}}`,
+    broken: (id) => `{"jsonrpc":"2.0","id":${id},"result":{"content":[}`,
+    ctrl: (id) => `{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"a\u0001b"}]}}`,
+    echo: (id, args) => JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: `${name}: ${args.message}` }] } }),
+  };
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    const m = JSON.parse(line);
+    if (m.method === 'initialize') {
+      send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion,
+        capabilities: { tools: {} }, serverInfo: { name, version: '1.0.0' } } }));
+    } else if (m.method === 'tools/list') {
+      send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { tools: Object.keys(answers).map((t) => (
+        { name: t, inputSchema: { type: 'object' } })) } }));
+    } else if (m.method === 'tools/call') {
+      send(answers[m.params.name](m.id, m.params.arguments ?? {}));
+    } else if (m.id !== undefined) {
+      send(JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: `no ${m.method}` } }));
+    }
+  });
+}

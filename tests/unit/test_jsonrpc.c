@@ -464,6 +464,99 @@ START_TEST(test_jsonrpc_build_roundtrip_request_id)
 }
 END_TEST
 
+/* ---- messages from servers runbox is the client of ---- */
+
+START_TEST(test_jsonrpc_parse_peer_nul_becomes_replacement)
+{
+    struct errinfo err;
+    /* Two NULs, an escaped backslash before the letters u0000 (kept), and a NUL in a key. */
+    const char *text = "{\"t\":\"a\\u0000b\\u0000\",\"k\":\"\\\\u0000\",\"\\u0000\":1}";
+    cJSON *v;
+
+    errinfo_clear(&err);
+    ck_assert_ptr_null(jsonrpc_parse(text, strlen(text), &err));
+    v = jsonrpc_parse_peer(text, strlen(text), &err);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(v, "t")->valuestring, "a\xef\xbf\xbd"
+                                                                            "b\xef\xbf\xbd");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(v, "k")->valuestring, "\\u0000");
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(v, "\xef\xbf\xbd"));
+    cJSON_Delete(v);
+}
+END_TEST
+
+START_TEST(test_jsonrpc_parse_peer_refuses_the_rest)
+{
+    struct errinfo err;
+    char *deep = nested(JSONRPC_MAX_DEPTH + 1);
+    const char *ctrl = "{\"t\":\"a\x01\\u0000\"}";
+
+    errinfo_clear(&err);
+    ck_assert_ptr_null(jsonrpc_parse_peer(deep, strlen(deep), &err));
+    ck_assert_int_eq(err.kind, ERR_TOO_LARGE);
+    errinfo_clear(&err);
+    ck_assert_ptr_null(jsonrpc_parse_peer(ctrl, strlen(ctrl), &err));
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "control character 0x01"));
+    errinfo_clear(&err);
+    ck_assert_ptr_null(jsonrpc_parse_peer("{\"a\":\\u0000}", 12, &err));
+    ck_assert_int_eq(err.kind, ERR_INVALID);
+    free(deep);
+}
+END_TEST
+
+static const struct {
+    const char *text;
+    bool found;
+    unsigned long long id;
+} find_id_cases[] = {
+    {"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}", true, 7},
+    {" { \"result\" : {\"id\":1,\"a\":[{\"id\":2}]} , \"id\" : 42 }", true, 42},
+    {"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"content\":[}", true, 9}, /* broken after it */
+    {"{\"result\":{\"content\":[}, \"id\":9}", false, 0}, /* a ] missing: the id seems nested */
+    {"{\"result\":\"\\\"id\\\":5\",\"id\":6}", true, 6},  /* "id": inside a string value */
+    {"{\"result\":{\"id\":3}}", false, 0},                /* only a nested id */
+    {"{\"id\":\"7\"}", false, 0},                         /* a string id is not ours */
+    {"{\"id\":-1}", false, 0},
+    {"{\"id\":12345678901234567890}", false, 0}, /* more digits than an id of ours has */
+    {"{\"xid\":1,\"idx\":2}", false, 0},
+    {"{\"\\u0069d\":1}", false, 0}, /* an escaped name is not matched */
+    {"[{\"id\":1}]", false, 0},     /* a batch has no one id */
+    {"not json \"id\":3", false, 0},
+    {"", false, 0},
+    {"{\"id\":18446744073709551615}", false, 0},
+    {"{\"id\":1844674407370955161}", true, 1844674407370955161ULL},
+    {"{\"id\" \t:\n 8 }", true, 8},
+    {"{\"id\":", false, 0},
+    {"{\"id\":7.5}", false, 0},
+    {"{\"id\":7e0}", false, 0},
+    {"{\"id\":1,\"id\":2}", true, 1}, /* the first, as cJSON_GetObjectItem finds it */
+};
+
+START_TEST(test_jsonrpc_find_id_table)
+{
+    unsigned long long id = 0;
+    const char *t = find_id_cases[_i].text;
+    bool found = jsonrpc_find_id(t, strlen(t), &id);
+
+    ck_assert_msg(found == find_id_cases[_i].found, "%s: found %d", t, found);
+    if (found)
+        ck_assert_uint_eq(id, find_id_cases[_i].id);
+}
+END_TEST
+
+START_TEST(test_jsonrpc_find_id_respects_length)
+{
+    unsigned long long id = 0;
+    const char *t = "{\"id\":123}";
+
+    ck_assert(!jsonrpc_find_id(t, 8, &id)); /* "{"id":12": it may go on */
+    ck_assert(!jsonrpc_find_id(t, 9, &id));
+    ck_assert(jsonrpc_find_id(t, 10, &id));
+    ck_assert_uint_eq(id, 123);
+}
+END_TEST
+
 static Suite *jsonrpc_suite(void)
 {
     Suite *s = suite_create("jsonrpc");
@@ -485,6 +578,14 @@ static Suite *jsonrpc_suite(void)
     tcase_add_test(tc, test_jsonrpc_parse_depth_limit);
     tcase_add_test(tc, test_jsonrpc_parse_huge_nesting_refused_before_parsing);
     tcase_add_test(tc, test_jsonrpc_parse_null_err);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("peer");
+    tcase_add_test(tc, test_jsonrpc_parse_peer_nul_becomes_replacement);
+    tcase_add_test(tc, test_jsonrpc_parse_peer_refuses_the_rest);
+    tcase_add_loop_test(tc, test_jsonrpc_find_id_table, 0,
+                        (int)(sizeof(find_id_cases) / sizeof(find_id_cases[0])));
+    tcase_add_test(tc, test_jsonrpc_find_id_respects_length);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("classify");
