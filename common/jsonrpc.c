@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Integers beyond 2^53 cannot be held exactly by cJSON's double, so such ids could not be
@@ -222,46 +221,6 @@ cJSON *jsonrpc_parse(const char *text, size_t len, struct errinfo *err)
         cJSON_Delete(root);
         return NULL;
     }
-    return root;
-}
-
-/* Rewrites every \u0000 escape inside a string of text[0..len) as \ufffd (the same length), in
- * place. The walk is scan()'s: brackets and escapes count only where they mean something. */
-static void nul_escapes_to_replacement(char *text, size_t len)
-{
-    bool in_string = false;
-
-    for (size_t i = 0; i < len; i++) {
-        if (!in_string) {
-            in_string = text[i] == '"';
-        } else if (text[i] == '"') {
-            in_string = false;
-        } else if (text[i] == '\\' && i + 1 < len) {
-            i++;
-            if (text[i] == 'u' && len - i > 4 && memcmp(text + i + 1, "0000", 4) == 0)
-                memcpy(text + i + 1, "fffd", 4);
-        }
-    }
-}
-
-cJSON *jsonrpc_parse_peer(const char *text, size_t len, struct errinfo *err)
-{
-    struct jsonrpc_scan sc;
-    char *copy;
-    cJSON *root;
-
-    jsonrpc_scan(text, len, &sc);
-    if (!sc.has_nul_escape || sc.max_depth > JSONRPC_MAX_DEPTH)
-        return jsonrpc_parse(text, len, err);
-    copy = malloc(len);
-    if (!copy) {
-        errinfo_set(err, ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    memcpy(copy, text, len);
-    nul_escapes_to_replacement(copy, len);
-    root = jsonrpc_parse(copy, len, err);
-    free(copy);
     return root;
 }
 

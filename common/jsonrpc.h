@@ -41,6 +41,11 @@ void jsonrpc_scan(const char *text, size_t len, struct jsonrpc_scan *out);
  * the byte offset of the syntax error otherwise ("invalid JSON at byte 17: ..."). */
 cJSON *jsonrpc_parse(const char *text, size_t len, struct errinfo *err);
 
+/* Rewrites each \u0000 escape inside a string of JSON text[0..len) as \ufffd, in place (the
+ * same length): cJSON ends a string at a NUL, so a NUL would cut what follows it. Returns how
+ * many it rewrote. An escaped backslash before the letters u0000 is left alone. */
+size_t jsonrpc_nul_escapes_to_replacement(char *text, size_t len);
+
 /* jsonrpc_parse for a message from a server runbox is the client of (an external MCP server):
  * \u0000 inside a string becomes U+FFFD instead of refusing the whole message, so an answer
  * that carries a NUL (a binary file read as text) is kept, without its NUL bytes, which cJSON

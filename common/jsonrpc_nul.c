@@ -1,4 +1,5 @@
-/* common/jsonrpc_nul.c - request ids that hold U+0000 (see jsonrpc.h).
+/* common/jsonrpc_nul.c - JSON text that holds U+0000 (see jsonrpc.h): request ids kept exact,
+ * and NULs in what a server or runboxd answers turned into U+FFFD.
  *
  * cJSON keeps strings NUL-terminated, so "a\u0000b" parses as "a", and an answer would carry an
  * id the client never sent. For a message the scan flagged (jsonrpc_scan's has_nul_escape) we
@@ -295,4 +296,47 @@ int jsonrpc_keep_nul_ids(cJSON *msg, const char *text, size_t len, bool *nul_els
 
     *nul_elsewhere = rc < 0 || count_all_nul(text, len) > kept;
     return rc;
+}
+
+/* Escapes count only inside strings, as in jsonrpc.c's scan(). */
+size_t jsonrpc_nul_escapes_to_replacement(char *text, size_t len)
+{
+    bool in_string = false;
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (!in_string) {
+            in_string = text[i] == '"';
+        } else if (text[i] == '"') {
+            in_string = false;
+        } else if (text[i] == '\\' && i + 1 < len) {
+            i++;
+            if (text[i] == 'u' && len - i > 4 && memcmp(text + i + 1, "0000", 4) == 0) {
+                memcpy(text + i + 1, "fffd", 4);
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+cJSON *jsonrpc_parse_peer(const char *text, size_t len, struct errinfo *err)
+{
+    struct jsonrpc_scan sc;
+    char *copy;
+    cJSON *root;
+
+    jsonrpc_scan(text, len, &sc);
+    if (!sc.has_nul_escape || sc.max_depth > JSONRPC_MAX_DEPTH)
+        return jsonrpc_parse(text, len, err);
+    copy = malloc(len);
+    if (!copy) {
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    memcpy(copy, text, len);
+    jsonrpc_nul_escapes_to_replacement(copy, len);
+    root = jsonrpc_parse(copy, len, err);
+    free(copy);
+    return root;
 }

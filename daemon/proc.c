@@ -24,6 +24,7 @@
 #include "netpolicy.h"
 #include "proc_int.h"
 #include "quota.h"
+#include "utf8.h"
 
 #define PROC_QUEUE_MAX 64 /* foreground runs waiting for a slot */
 
@@ -514,6 +515,33 @@ void proc_result_cleanup(struct proc_result *r)
     free(r->out);
     free(r->err);
     memset(r, 0, sizeof(*r));
+}
+
+/* Replaces *buf (*len bytes, owned) by its text: valid UTF-8 without NULs. */
+static int as_text(char **buf, size_t *len)
+{
+    char *copy;
+    size_t n;
+
+    if (!*buf)
+        return 0;
+    if (utf8_make_valid(*buf, *len, &copy, &n) < 0)
+        return -1;
+    if (copy) {
+        free(*buf);
+        *buf = copy;
+        *len = n;
+    }
+    return 0;
+}
+
+int proc_result_as_text(struct proc_result *r)
+{
+    if (as_text(&r->out, &r->o.out_len) < 0 || as_text(&r->err, &r->o.err_len) < 0)
+        return -1;
+    r->o.out = r->out;
+    r->o.err = r->err;
+    return 0;
 }
 
 /* Stops j because its caller cancelled (lock held): a queued run is finished without starting,

@@ -145,6 +145,11 @@ struct proc_result {
 };
 void proc_result_cleanup(struct proc_result *r); /* safe on a zeroed struct */
 
+/* Makes r's output text a result can carry: each NUL and each byte that does not begin a valid
+ * UTF-8 character becomes U+FFFD (a JSON string in runbox ends at a NUL, which cut a command's
+ * output short there). -1 when out of memory (r is left as it was). */
+int proc_result_as_text(struct proc_result *r);
+
 /* Runs a command and waits for it (waiting in line when concurrent_max runs are busy). A
  * command that fails is still 0 here (see out->o.exit_code); -1 with err means it could not
  * run: ERR_UNAVAILABLE (no sandbox, too many waiting, the daemon stopping) or ERR_IO. */

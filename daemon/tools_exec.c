@@ -246,6 +246,11 @@ int tools_exec(const struct tools_ctx *ctx, struct call *call, const cJSON *args
         return run_background(ctx, &r, ports, out, err);
     if (run_foreground(ctx, call, &r, &res, err) < 0)
         return -1;
+    if (proc_result_as_text(&res) < 0) {
+        proc_result_cleanup(&res);
+        errinfo_set(err, ERR_NOMEM, "out of memory");
+        return -1;
+    }
     text = exec_format_text(&res.o, &len);
     structured = exec_outcome_json(&res.o);
     notes = ctx->egress ? egress_take_notes(ctx->egress, res.o.pid) : NULL;

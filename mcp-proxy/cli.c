@@ -111,7 +111,7 @@ int cli_fetch_json(const struct cli *c, const char *method, const char *path, co
         return CLI_EXIT_DOWN;
     }
     *status = rep.r.status;
-    *doc = cJSON_ParseWithLength(rep.r.body, rep.r.body_len);
+    *doc = upstream_parse(rep.r.body, rep.r.body_len);
     cli_http_reply_cleanup(&rep);
     return 0;
 }

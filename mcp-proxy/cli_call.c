@@ -192,7 +192,7 @@ static int on_event(void *ctx, const struct cli_sse_event *ev)
     }
     if (strcmp(ev->event, "answer") != 0)
         return 0;
-    doc = cJSON_ParseWithLength(ev->data, ev->data_len);
+    doc = upstream_parse(ev->data, ev->data_len);
     st = cJSON_GetObjectItemCaseSensitive(doc, "status");
     body = cJSON_GetObjectItemCaseSensitive(doc, "body");
     if (cJSON_IsNumber(st) && body) {

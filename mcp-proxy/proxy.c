@@ -237,7 +237,7 @@ static void on_answer(void *ctx, const struct upstream_reply *reply);
 static bool on_call_event(void *ctx, const struct sse_event *ev)
 {
     struct pcall *pc = ctx;
-    cJSON *doc = cJSON_ParseWithLength(ev->data, ev->data_len);
+    cJSON *doc = upstream_parse(ev->data, ev->data_len);
 
     if (!doc)
         return true;

@@ -142,6 +142,11 @@ struct upstream_answer {
 int upstream_map_answer(const struct upstream_reply *reply, const char *base_url,
                         struct upstream_answer *out);
 
+/* Parses JSON that runboxd sent (an answer's body, an event's data): a \u0000 inside a string
+ * (a file or an output that holds a NUL) becomes U+FFFD, since cJSON would end the string there
+ * and lose the rest. NULL when it is not JSON. Pure. */
+cJSON *upstream_parse(const char *text, size_t len);
+
 /* True when body is what runboxd answers with: a JSON object with a boolean "ok". Pure. */
 bool upstream_is_runboxd_body(const char *body, size_t len);
 

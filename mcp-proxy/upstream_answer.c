@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "jsonbuf.h"
+#include "jsonrpc.h"
 #include "strfmt.h"
 #include "utf8.h"
 
@@ -120,6 +121,23 @@ static char *status_message(long status, const cJSON *doc, const char *body, siz
     return jsonbuf_take(&b, NULL);
 }
 
+cJSON *upstream_parse(const char *text, size_t len)
+{
+    char *copy;
+    cJSON *doc;
+
+    if (!text || !memmem(text, len, "\\u0000", 6))
+        return cJSON_ParseWithLength(text, len);
+    copy = malloc(len);
+    if (!copy)
+        return NULL;
+    memcpy(copy, text, len);
+    jsonrpc_nul_escapes_to_replacement(copy, len);
+    doc = cJSON_ParseWithLength(copy, len);
+    free(copy);
+    return doc;
+}
+
 bool upstream_is_runboxd_body(const char *body, size_t len)
 {
     cJSON *doc = cJSON_ParseWithLength(body, len);
@@ -156,7 +174,7 @@ char *upstream_foreign_message(const char *base_url, long status, const char *bo
 static int map_http(const struct upstream_reply *r, const char *base_url,
                     struct upstream_answer *out)
 {
-    cJSON *doc = cJSON_ParseWithLength(r->body, r->body_len);
+    cJSON *doc = upstream_parse(r->body, r->body_len);
     const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
 
     if (r->status == 200 && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "mcp_result")))

@@ -62,6 +62,13 @@ describe('UTF-8 on the wire: the HTTP API', () => {
     assert.ok(ps.result.processes.length > 0);
   });
 
+  test('a NUL in a command\'s output is U+FFFD, and nothing after it is lost', async () => {
+    const r = await tool(d, 'exec', { command: "printf 'a\\000b\\n'; printf 'c\\000d' >&2" });
+    assert.equal(r.structured.stdout, 'a\uFFFDb\n', JSON.stringify(r));
+    assert.equal(r.structured.stderr, 'c\uFFFDd');
+    assert.equal(r.result, 'a\uFFFDb\n[stderr]\nc\uFFFDd');
+  });
+
   test('names that are not UTF-8 are listed escaped, and read and removed by that name', async () => {
     const l = await tool(d, 'list_dir', { path: '/' });
     const names = l.result.entries.map((e) => e.name).sort();
@@ -117,5 +124,14 @@ describe('UTF-8 on the wire: runbox over stdio', () => {
     assert.equal(resultText(await p.callTool('read_file', { path: '/caf\\xe9' })), 'latin-1');
     assert.equal(p.invalidUtf8(), 0);
     assert.deepEqual(p.badLines, []);
+  });
+
+  test('a NUL in a file or an output is U+FFFD through runbox, and nothing after it is lost', async () => {
+    const ex = await p.callTool('exec', { command: "printf 'a\\000b\\n'; printf 'x\\000y' > nul.bin" });
+    assert.equal(ex.structuredContent.stdout, 'a\uFFFDb\n', JSON.stringify(ex));
+    // Over HTTP read_file sends the NUL as \u0000 (JSON can); runbox's strings cannot hold one.
+    const http = await rawRequest(d.port, '/tool/read_file', JSON.stringify({ path: '/nul.bin' }));
+    assert.equal(http.result, 'x\u0000y');
+    assert.equal(resultText(await p.callTool('read_file', { path: '/nul.bin' })), 'x\uFFFDy');
   });
 });

@@ -473,6 +473,12 @@ START_TEST(test_jsonrpc_parse_peer_nul_becomes_replacement)
     const char *text = "{\"t\":\"a\\u0000b\\u0000\",\"k\":\"\\\\u0000\",\"\\u0000\":1}";
     cJSON *v;
 
+    char copy[64];
+
+    ck_assert_uint_lt(strlen(text), sizeof(copy));
+    memcpy(copy, text, strlen(text) + 1);
+    ck_assert_uint_eq(jsonrpc_nul_escapes_to_replacement(copy, strlen(copy)), 3);
+    ck_assert_ptr_nonnull(strstr(copy, "\"\\\\u0000\"")); /* the escaped backslash's is kept */
     errinfo_clear(&err);
     ck_assert_ptr_null(jsonrpc_parse(text, strlen(text), &err));
     v = jsonrpc_parse_peer(text, strlen(text), &err);
