@@ -56,8 +56,11 @@ pid_t threadstack_fork(void)
 #endif
 }
 
-/* The child's stack: its system calls and child_exec's locals need far less. */
+/* The child's stack: its system calls and child_exec's locals need far less. Below it, a page
+ * that faults: should the child ever need more, it dies of SIGSEGV instead of writing into
+ * whatever lies under its stack in runboxd's memory, which it shares until it execs. */
 #define SPAWN_STACK_SIZE (64u << 10)
+#define SPAWN_GUARD_SIZE ((size_t)4096)
 
 pid_t threadstack_spawn(int (*child)(void *), void *arg)
 {
@@ -68,19 +71,27 @@ pid_t threadstack_spawn(int (*child)(void *), void *arg)
         threadstack_child_exit(child(arg));
     return pid;
 #else
-    void *stack = aligned_alloc(64, SPAWN_STACK_SIZE);
+    size_t size = SPAWN_GUARD_SIZE + SPAWN_STACK_SIZE;
+    /* PROT_NONE, then the stack above the guard made usable: the guard is never accessible. */
+    char *map = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     sigset_t all, old;
     pid_t pid;
     int e;
 
-    if (!stack)
+    if (map == MAP_FAILED)
         return -1;
+    if (mprotect(map + SPAWN_GUARD_SIZE, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE) != 0) {
+        e = errno;
+        munmap(map, size);
+        errno = e;
+        return -1;
+    }
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid = clone(child, (char *)stack + SPAWN_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+    pid = clone(child, map + size, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
     e = errno; /* the child's calls wrote this thread's errno */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    free(stack); /* the child has exec'd or ended: the stack is no one's now */
+    munmap(map, size); /* the child has exec'd or ended: the stack is no one's now */
     errno = e;
     return pid;
 #endif

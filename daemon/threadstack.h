@@ -44,7 +44,8 @@ pid_t threadstack_fork(void);
  * or in runboxd. A fork of runboxd took 5 to 27 ms of a 2-core VM's time while ten external
  * servers started at once, and its copied-on-write pages slowed the whole daemon after it.
  * The calling thread sleeps until the child has called execve or ended; child runs on a stack
- * of its own, with every signal blocked (so no handler of runboxd's runs in it), and must only
+ * of its own (64 KiB, over a guard page: past it the child dies of SIGSEGV), with every signal
+ * blocked (so no handler of runboxd's runs in it), and must only
  * make system calls and write its own locals until then: the memory, errno included, is the
  * caller's. It ends with threadstack_child_exit(). In a TSan build it is a fork(). */
 pid_t threadstack_spawn(int (*child)(void *), void *arg);
