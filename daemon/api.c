@@ -376,9 +376,9 @@ static int handle_health(struct api *a, struct mg_connection *conn)
 
     jsonbuf_init(&b, 1u << 16);
     n = snprintf(head, sizeof(head),
-                 "{\"ok\":true,\"service\":\"runboxd\",\"version\":\"%s\",\"pid\":%ld,"
-                 "\"port\":%d,\"uptime_ms\":%lld,\"workspace\":",
-                 RUNBOX_VERSION, (long)getpid(), atomic_load(&a->port),
+                 "{\"ok\":true,\"service\":\"runboxd\",\"version\":\"%s\",\"wire\":%d,"
+                 "\"pid\":%ld,\"port\":%d,\"uptime_ms\":%lld,\"workspace\":",
+                 RUNBOX_VERSION, RUNBOX_WIRE, (long)getpid(), atomic_load(&a->port),
                  (long long)(clocks_mono_ms() - a->started_ms));
     rc |= jsonbuf_put(&b, head, (size_t)n, NULL);
     rc |= jsonbuf_put_json_string(&b, a->workspace, strlen(a->workspace), NULL);

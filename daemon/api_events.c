@@ -503,7 +503,7 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
     const struct mg_request_info *ri = mg_get_request_info(conn);
     struct stream *s;
     struct errinfo err = {0};
-    char msg[512], ready[64];
+    char msg[512], ready[128];
     struct api_sse sse;
     uint64_t since, replayed;
     int64_t since_ts;
@@ -553,8 +553,9 @@ int api_events_handle(struct api_events *ae, struct mg_connection *conn, const c
         /* Without since, the stream starts now: nothing is replayed or skipped. */
         replayed = s->min_rank >= 0 && has_since ? replay(ae, &sse, s, since, since_ts) : 0;
         if (replayed != UINT64_MAX) {
-            snprintf(ready, sizeof(ready), "{\"latest_id\":%" PRIu64 "}",
-                     console_latest_id(ae->tools->console));
+            snprintf(ready, sizeof(ready),
+                     "{\"latest_id\":%" PRIu64 ",\"version\":\"" RUNBOX_VERSION "\",\"wire\":%d}",
+                     console_latest_id(ae->tools->console), RUNBOX_WIRE);
             if (api_sse_event(&sse, "ready", NULL, ready, strlen(ready)) == 0)
                 pump(ae, &sse, s, replayed);
         }

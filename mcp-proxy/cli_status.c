@@ -255,6 +255,17 @@ static void print_external(const cJSON *h, const cJSON *detail)
     cJSON_Delete(list);
 }
 
+/* A daemon from another install than this runbox's says so first. */
+static void print_wire(const struct cli *c, const cJSON *h)
+{
+    char *mismatch =
+        upstream_wire_mismatch(c->target.base_url, str_of(h, "version"), (int)num_of(h, "wire", 1));
+
+    if (mismatch)
+        printf("warning     %s\n", mismatch);
+    free(mismatch);
+}
+
 static void print_status(const struct cli *c, const cJSON *h, const cJSON *procs,
                          const cJSON *external)
 {
@@ -266,6 +277,7 @@ static void print_status(const struct cli *c, const cJSON *h, const cJSON *procs
     cli_format_duration((long long)num_of(h, "uptime_ms", -1), up, sizeof(up));
     printf("runboxd %s at %s: pid %.0f, up %s\n", str_of(h, "version") ? str_of(h, "version") : "?",
            c->target.base_url, num_of(h, "pid", 0), up);
+    print_wire(c, h);
     printf("workspace   %s\n", str_of(h, "workspace") ? str_of(h, "workspace") : "?");
     print_sandbox(cJSON_GetObjectItemCaseSensitive(h, "sandbox"));
     print_network(h);

@@ -154,6 +154,7 @@ struct proxy_follow {
                          epoch: when the client set its level, or when the last stream ended) */
     int64_t retry_at; /* when to (re)open, or 0 for now */
     int backoff_ms;
+    int warned_wire; /* the daemon's revision last warned about (upstream_wire_mismatch), or 0 */
 };
 
 void proxy_follow_init(struct proxy_follow *f, struct upstream *up, struct mcp_server *srv);

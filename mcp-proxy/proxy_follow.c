@@ -206,6 +206,23 @@ static bool on_event(void *ctx, const struct sse_event *ev)
             mcp_server_notify_resource_updated(f->srv, uri->valuestring);
     } else if (strcmp(ev->event, "ready") == 0) {
         const cJSON *latest = cJSON_GetObjectItemCaseSensitive(doc, "latest_id");
+        const cJSON *wire = cJSON_GetObjectItemCaseSensitive(doc, "wire");
+        const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
+        int w = cJSON_IsNumber(wire) && wire->valuedouble >= 1 && wire->valuedouble < 1e6
+                    ? (int)wire->valuedouble
+                    : 1;
+        char *mismatch =
+            w == f->warned_wire
+                ? NULL
+                : upstream_wire_mismatch(upstream_base_url(f->up),
+                                         cJSON_IsString(version) ? version->valuestring : NULL, w);
+
+        /* Once for each daemon revision met: a restarted daemon of the same install is quiet. */
+        if (mismatch) {
+            log_warn("proxy: %s", mismatch);
+            free(mismatch);
+        }
+        f->warned_wire = w == RUNBOX_WIRE ? 0 : w;
 
         f->had_ready = true;
         f->backoff_ms = RETRY_MIN_MS;

@@ -147,6 +147,13 @@ int upstream_map_answer(const struct upstream_reply *reply, const char *base_url
  * and lose the rest. NULL when it is not JSON. Pure. */
 cJSON *upstream_parse(const char *text, size_t len);
 
+/* NULL when a runboxd that says it is version/wire (from GET /health or its event stream's
+ * "ready"; wire < 1 for one that did not say: revision 1) speaks this runbox's revision
+ * (RUNBOX_WIRE); otherwise an owned message for the user: which side is older, both versions,
+ * and what to do ("... was started before runbox was updated: restart it (runbox restart)").
+ * base_url names the daemon. Pure. */
+char *upstream_wire_mismatch(const char *base_url, const char *version, int wire);
+
 /* True when body is what runboxd answers with: a JSON object with a boolean "ok". Pure. */
 bool upstream_is_runboxd_body(const char *body, size_t len);
 

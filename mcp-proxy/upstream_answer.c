@@ -138,6 +138,34 @@ cJSON *upstream_parse(const char *text, size_t len)
     return doc;
 }
 
+char *upstream_wire_mismatch(const char *base_url, const char *version, int wire)
+{
+    char *msg = NULL;
+    int n;
+
+    if (wire < 1)
+        wire = 1;
+    if (!version)
+        version = "?";
+    if (wire == RUNBOX_WIRE)
+        return NULL;
+    if (wire < RUNBOX_WIRE)
+        n = asprintf(&msg,
+                     "runboxd at %s is older than this runbox (runboxd %s speaks revision %d, "
+                     "runbox %s revision %d): it was started before runbox was updated. Restart "
+                     "it (runbox restart) so that both come from the same install; until then "
+                     "some calls may not behave as documented (a call that reports progress may "
+                     "end seconds late)",
+                     base_url, version, wire, RUNBOX_VERSION, RUNBOX_WIRE);
+    else
+        n = asprintf(&msg,
+                     "runboxd at %s is newer than this runbox (runboxd %s speaks revision %d, "
+                     "runbox %s revision %d): this runbox comes from an older install; use the "
+                     "runbox installed beside that runboxd",
+                     base_url, version, wire, RUNBOX_VERSION, RUNBOX_WIRE);
+    return n < 0 ? NULL : msg;
+}
+
 bool upstream_is_runboxd_body(const char *body, size_t len)
 {
     cJSON *doc = cJSON_ParseWithLength(body, len);

@@ -12,7 +12,7 @@ import { after, describe, test } from 'node:test';
 
 import { startDaemon } from '../lib/daemon.mjs';
 import { procStat } from '../lib/procstat.mjs';
-import { resultError, resultText, startProxy } from '../lib/proxy.mjs';
+import { resultError, resultText, runRunbox, startProxy } from '../lib/proxy.mjs';
 import { sleep, until } from '../lib/wait.mjs';
 const cleanups = [];
 after(async () => {
@@ -25,7 +25,8 @@ after(async () => {
 // external servers' tools and their changes); those two are not in seen, and connections
 // counts only the connections that carried other requests. opts.ready: false leaves out the
 // stream's "ready" event, after which runbox fetches GET /tools again (beside whatever calls are
-// going on: a test that counts connections cannot have that).
+// going on: a test that counts connections cannot have that); a string is the event's data
+// (by default that of a runboxd from before it said its version and revision).
 async function fakeDaemon(handler, port = 0, opts = {}) {
   const seen = [];
   const aborted = [];
@@ -39,7 +40,7 @@ async function fakeDaemon(handler, port = 0, opts = {}) {
       if (req.method === 'GET' && req.url === '/tools') return answer(res, 200, { tools: [] });
       if (req.method === 'GET' && req.url.startsWith('/events')) {
         res.writeHead(200, { 'Content-Type': 'text/event-stream' });
-        if (opts.ready !== false) res.write('event: ready\ndata: {"latest_id":0}\n\n');
+        if (opts.ready !== false) res.write(`event: ready\ndata: ${opts.ready ?? '{"latest_id":0}'}\n\n`);
         streams++;
         return;
       }
@@ -391,5 +392,59 @@ describe('daemon down, dying and back', () => {
     assert.equal(again.isError, false, resultText(again));
     assert.equal(resultText(again), 'kept');
     await finish(p);
+  });
+});
+
+// A runboxd still running from before runbox was updated (or one from a newer install) is named
+// once, with what to do: in runbox's log when it follows the daemon's events, in runbox status.
+describe('a daemon from another install', () => {
+  const older = /runboxd at http:\/\/127\.0\.0\.1:\d+ is older than this runbox \(runboxd \S+ speaks revision 1, runbox \S+ revision \d+\): it was started before runbox was updated\. Restart it \(runbox restart\)/;
+
+  test('an older one (its events do not say a revision) is named once, however often the stream restarts', async () => {
+    const fake = await fakeDaemon(okHandler);
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    assert.equal((await p.callTool('list_dir', {})).isError, false);
+    await until('the events stream', () => fake.streams() >= 1);
+    await until('the warning', () => older.test(p.stderr()));
+    // The stream ends and runbox opens it again: the same daemon is not named twice.
+    fake.forgetConnections();
+    await fake.close();
+    const again = await fakeDaemon(okHandler, fake.port);
+    await until('the stream opened again', () => again.streams() >= 1);
+    assert.equal((await p.callTool('list_dir', {})).isError, false);
+    assert.equal(p.stderr().split('\n').filter((l) => older.test(l)).length, 1, p.stderr());
+    await finish(p);
+  });
+
+  test('a newer one says to use the runbox installed beside it', async () => {
+    const fake = await fakeDaemon(okHandler, 0, { ready: '{"latest_id":0,"version":"9.0.0","wire":999}' });
+    const p = proxy({ daemonUrl: fake.url });
+    await p.initialize();
+    assert.equal((await p.callTool('list_dir', {})).isError, false);
+    await until('the warning', () => /runboxd at \S+ is newer than this runbox \(runboxd 9\.0\.0 speaks revision 999/.test(p.stderr()));
+    await finish(p);
+  });
+
+  test('runbox status names an older one; a runboxd of this install is not named', async () => {
+    const fake = await fakeDaemon((req, res) => answer(res, 200, { ok: true, service: 'runboxd', version: '0.0.9', pid: 1, port: 1, uptime_ms: 5 }));
+    const old = await runRunbox(['status'], { env: { DAEMON_URL: fake.url } });
+    assert.match(old.stdout, /\nwarning +runboxd at \S+ is older than this runbox \(runboxd 0\.0\.9 speaks revision 1, /, old.stdout);
+    assert.match(old.stdout, older, old.stdout);
+    const d = await startDaemon({ workspace: ':memory:' });
+    cleanups.push(() => d.stop());
+    const cur = await runRunbox(['status'], { env: { DAEMON_URL: d.url } });
+    assert.equal(cur.code, 0, cur.stderr);
+    assert.doesNotMatch(cur.stdout, /warning|older|newer/, cur.stdout);
+    // runbox's own follow of the real daemon's events: once a console line came through them,
+    // their "ready" was read, and said nothing to warn about.
+    const p = proxy({ daemonUrl: d.url });
+    await p.initialize();
+    await p.request('logging/setLevel', { level: 'debug' });
+    assert.equal((await p.callTool('exec', { command: 'echo revision-check' })).isError, false);
+    await until('the console line through runbox', () => p.messages.some((m) =>
+      m.method === 'notifications/message' && JSON.stringify(m.params).includes('revision-check')));
+    await finish(p);
+    assert.doesNotMatch(p.stderr(), /older than|newer than/, p.stderr());
   });
 });

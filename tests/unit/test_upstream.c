@@ -247,6 +247,31 @@ START_TEST(test_upstream_new_validates_config)
 }
 END_TEST
 
+/* A daemon of this revision is not named; an older one (or one that says no revision: 1) and a
+ * newer one are, with both versions and what to do. */
+START_TEST(test_upstream_wire_mismatch_names_the_older_side)
+{
+    const char *url = "http://127.0.0.1:7766";
+    char *m;
+
+    ck_assert_ptr_null(upstream_wire_mismatch(url, RUNBOX_VERSION, RUNBOX_WIRE));
+    m = upstream_wire_mismatch(url, "0.0.9", RUNBOX_WIRE - 1);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(strstr(m, "runboxd at http://127.0.0.1:7766 is older than this runbox"));
+    ck_assert_ptr_nonnull(strstr(m, "runboxd 0.0.9 speaks revision"));
+    ck_assert_ptr_nonnull(strstr(m, "Restart it (runbox restart)"));
+    free(m);
+    m = upstream_wire_mismatch(url, NULL, 0); /* said nothing: revision 1 */
+    ck_assert_ptr_nonnull(strstr(m, "runboxd ? speaks revision 1,"));
+    free(m);
+    m = upstream_wire_mismatch(url, "9.0.0", RUNBOX_WIRE + 1);
+    ck_assert_ptr_nonnull(strstr(m, "is newer than this runbox"));
+    ck_assert_ptr_nonnull(strstr(m, "use the runbox installed beside that runboxd"));
+    ck_assert_ptr_null(strchr(m, '\n'));
+    free(m);
+}
+END_TEST
+
 static Suite *upstream_suite(void)
 {
     Suite *s = suite_create("upstream");
@@ -267,6 +292,7 @@ static Suite *upstream_suite(void)
     tcase_add_test(http, test_upstream_other_status_names_it);
     tcase_add_test(http, test_upstream_foreign_server_is_named);
     tcase_add_test(http, test_upstream_excerpt_is_cut_and_clean);
+    tcase_add_test(http, test_upstream_wire_mismatch_names_the_older_side);
     suite_add_tcase(s, http);
 
     tcase_add_checked_fixture(transport, NULL, teardown);
