@@ -1,6 +1,7 @@
-/* common/mcp_http_int.h - what the HTTP transport's files share (mcp_http.c: sessions, streams,
- * Streamable HTTP and legacy SSE; mcp_http_ws.c: WebSocket; mcp_http_serve.c: the standalone
- * server); not for other modules. Functions named mcp_http__* are private to the transport.
+/* common/mcp_http_int.h - what the HTTP transport's files share (mcp_http.c: requests,
+ * Streamable HTTP and legacy SSE; mcp_http_stream.c: response streams; mcp_http_session.c:
+ * sessions; mcp_http_ws.c: WebSocket; mcp_http_serve.c: the standalone server); not for other
+ * modules. Functions named mcp_http__* are private to the transport.
  *
  * Locks: h->mu guards the session table and the counters; st->mu guards one stream's queue and
  * flags; hs->mu one session's stream pointers. Order: h->mu, then hs->mu, then st->mu. Nothing
@@ -105,25 +106,52 @@ struct mcp_http {
     char ka_text[48];
 };
 
-/* ---- mcp_http.c, for the other files ---- */
+/* ---- mcp_http_stream.c ---- */
 
-/* A queued message holding a copy of json[0..len) (NUL-terminated), next NULL; NULL when out
- * of memory. Free with free(). */
-struct qmsg *mcp_http__qmsg(const char *json, size_t len, enum mcp_route_kind kind);
+/* Writes a complete response: status, Content-Type, exact length, and the session id when set.
+ * An answer whose extra headers close the connection does not also say how long it stays. ka is
+ * the keep-alive header line (mcp_http__keepalive_cached), or NULL to work it out here. */
+int mcp_http__write_answer(struct mg_connection *conn, int status, const char *ctype,
+                           const char *body, size_t len, const char *session_id, const char *extra,
+                           const char *ka);
 
-/* A new session of kind (not yet listed), with its engine session. NULL with err. */
-struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsigned mflags,
-                                    struct errinfo *err);
+/* A JSON-RPC error answer (id null) with this HTTP status. */
+int mcp_http__http_error(struct mg_connection *conn, int status, int code, const char *extra,
+                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* Lists hs (it counts against session_max). When the table is full, the Streamable session used
- * least recently with no request being served (and so no stream) is ended to make room; -1 with
- * err (503 text) when every session is in use. */
-int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err);
+/* Writes a, b and c (each may be empty) as one piece of st's event stream: one chunk, or the
+ * bare bytes when the stream is not chunked (HTTP/1.0). */
+int mcp_http__write_piece(const struct hstream *st, const char *a, size_t alen, const char *b,
+                          size_t blen, const char *c, size_t clen);
 
-/* Unlists and closes hs: the engine session is closed (its calls are cancelled) and hs freed once
- * it is gone. While requests of hs are being served (busy), their streams end at once and the
- * close waits for the last of them, which still uses hs. */
-void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
+/* Sets up st for the request conn is serving; its owner is the calling thread. */
+void mcp_http__stream_init(struct hstream *st, struct mcp_http *h, struct mg_connection *conn,
+                           bool modern);
+
+/* Frees what st holds (its queue), once no thread can reach it. */
+void mcp_http__stream_destroy(struct hstream *st);
+
+/* The head of an event stream. HTTP/1.0 has no chunks: there the stream ends with the
+ * connection, which civetweb then closes even for a client that asked to keep it. */
+int mcp_http__start_sse(struct hstream *st);
+
+/* A message for stream st (the engine's send, any thread). */
+void mcp_http__stream_deliver(struct hstream *st, const char *json, size_t len,
+                              enum mcp_route_kind kind);
+
+/* Starts watching st's client, once (owner thread). */
+void mcp_http__stream_watch(struct mcp_http *h, struct hstream *st);
+
+/* Lists st in h->open (once), where the session's end finds it (owner thread). */
+void mcp_http__stream_list(struct mcp_http *h, struct hstream *st);
+
+/* Stops watching st's client: on_client_gone neither runs nor will run (owner thread). */
+void mcp_http__stream_unwatch(struct mcp_http *h, struct hstream *st);
+
+/* The owner's loop: writes what others queue on st until its answer is written (a POST's
+ * stream), or until the client leaves, the session ends or the transport shuts down (long_lived:
+ * a GET or /sse stream, with an SSE comment every keepalive_ms). */
+void mcp_http__stream_run(struct mcp_http *h, struct hstream *st, bool long_lived);
 
 /* The header line that tells the client how long the server keeps an idle connection
  * ("Keep-Alive: timeout=S\r\n", from civetweb's keep_alive_timeout_ms), or that it closes it
@@ -140,6 +168,39 @@ const char *mcp_http__keepalive_of(const struct mg_context *ctx, char *buf, size
  * the copy, or buf filled in. */
 const char *mcp_http__keepalive_cached(struct mcp_http *h, const struct mg_connection *conn,
                                        char *buf, size_t size);
+
+/* A queued message holding a copy of json[0..len) (NUL-terminated), next NULL; NULL when out
+ * of memory. Free with free(). */
+struct qmsg *mcp_http__qmsg(const char *json, size_t len, enum mcp_route_kind kind);
+
+/* ---- mcp_http_session.c ---- */
+
+/* Hands the session's held messages to st, its new stream, ahead of anything else (hs->mu
+ * held; st is not started yet, so only its queue is touched). */
+void mcp_http__give_held(struct hsess *hs, struct hstream *st);
+
+/* The listed Streamable session with this id, marked busy; NULL when there is none. */
+struct hsess *mcp_http__session_get(struct mcp_http *h, const char *id);
+
+/* Ends one request's use of hs; hs may be gone once this returns. */
+void mcp_http__session_put(struct mcp_http *h, struct hsess *hs);
+
+/* A legacy /sse session by id (for POST /message); NULL when there is none. */
+struct hsess *mcp_http__sse_session_get(struct mcp_http *h, const char *id);
+
+/* A new session of kind (not yet listed), with its engine session. NULL with err. */
+struct hsess *mcp_http__session_new(struct mcp_http *h, enum hs_kind kind, unsigned mflags,
+                                    struct errinfo *err);
+
+/* Lists hs (it counts against session_max). When the table is full, the Streamable session used
+ * least recently with no request being served (and so no stream) is ended to make room; -1 with
+ * err (503 text) when every session is in use. */
+int mcp_http__session_list(struct mcp_http *h, struct hsess *hs, struct errinfo *err);
+
+/* Unlists and closes hs: the engine session is closed (its calls are cancelled) and hs freed once
+ * it is gone. While requests of hs are being served (busy), their streams end at once and the
+ * close waits for the last of them, which still uses hs. */
+void mcp_http__session_end(struct mcp_http *h, struct hsess *hs);
 
 /* ---- mcp_http_checks.c ---- */
 
