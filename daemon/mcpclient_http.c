@@ -50,8 +50,10 @@ struct sse {
     size_t len, cap;
     char *data;
     size_t dlen, dcap;
-    bool over; /* the event is over the message limit: only counted */
+    bool over;      /* the event is over the message limit: only counted */
+    bool line_over; /* the line being read is: its bytes are counted as they come */
     size_t over_bytes;
+    struct mcpclient_edges edges; /* of an event over the limit, for its id */
     char event[32];
 };
 
@@ -68,7 +70,9 @@ struct xfer {
     char ctype[128];
     char *resp; /* a JSON answer, or the start of an error answer */
     size_t rlen, rcap;
-    bool too_big;
+    bool too_big;                 /* the answer is over the message limit: only counted */
+    size_t rtotal;                /* bytes of the answer received */
+    struct mcpclient_edges edges; /* of an answer over the limit, for its id */
     struct sse sse;
     bool sse_mode;
     char errbuf[CURL_ERROR_SIZE];
@@ -115,7 +119,8 @@ static void sse_dispatch(struct conn *k, struct xfer *x)
     struct sse *s = &x->sse;
 
     if (s->over) {
-        mcpclient__oversized(k->c, s->over_bytes, s->data ? s->data : "", s->dlen, "", 0);
+        mcpclient__oversized(k->c, s->over_bytes, s->edges.head, s->edges.head_len, s->edges.tail,
+                             s->edges.tail_len);
     } else if (strcmp(s->event, "endpoint") == 0 && x->kind == X_SSE) {
         CURLU *u = cu->url();
         char *full = NULL;
@@ -135,7 +140,21 @@ static void sse_dispatch(struct conn *k, struct xfer *x)
     s->dlen = 0;
     s->over = false;
     s->over_bytes = 0;
+    s->edges.head_len = s->edges.tail_len = 0;
     s->event[0] = '\0';
+}
+
+/* n more bytes of the event (p) are over the limit: counted, and its edges kept. At the first,
+ * the data kept so far goes first. */
+static void sse_overflow(struct sse *s, const char *p, size_t n)
+{
+    if (!s->over) {
+        s->over = true;
+        s->over_bytes = s->dlen;
+        mcpclient__edges_add(&s->edges, s->data ? s->data : "", s->dlen);
+    }
+    s->over_bytes += n;
+    mcpclient__edges_add(&s->edges, p, n);
 }
 
 static int grow(char **buf, size_t *cap, size_t need)
@@ -161,6 +180,10 @@ static void sse_line(struct conn *k, struct xfer *x, char *line, size_t len)
     const char *v;
     size_t vl;
 
+    if (s->line_over) { /* counted as it came (sse_feed) */
+        s->line_over = false;
+        return;
+    }
     if (len && line[len - 1] == '\r')
         len--;
     if (len == 0) {
@@ -182,8 +205,7 @@ static void sse_line(struct conn *k, struct xfer *x, char *line, size_t len)
         size_t need = s->dlen + vl + 2;
 
         if (s->over || need > MCPCLIENT_MESSAGE_MAX) {
-            s->over = true;
-            s->over_bytes += vl;
+            sse_overflow(s, v, vl);
             return;
         }
         if (grow(&s->data, &s->dcap, need) < 0)
@@ -196,25 +218,62 @@ static void sse_line(struct conn *k, struct xfer *x, char *line, size_t len)
     }
 }
 
+/* Appends p[0..n) (no newline) to the line being read. A line may be 1 MiB long, a data line
+ * MCPCLIENT_MESSAGE_MAX; past that the line is only counted, and its event dropped. */
+static void sse_add(struct sse *s, const char *p, size_t n)
+{
+    size_t limit, room;
+
+    if (s->line_over) {
+        sse_overflow(s, p, n);
+        return;
+    }
+    /* The first 5 bytes say whether it is a data line, whose limit is a message's. */
+    if (s->len < 5) {
+        size_t first = 5 - s->len < n ? 5 - s->len : n;
+
+        if (grow(&s->line, &s->cap, s->len + first + 1) < 0)
+            return;
+        memcpy(s->line + s->len, p, first);
+        s->len += first;
+        p += first;
+        n -= first;
+        if (n == 0)
+            return;
+    }
+    limit = strncmp(s->line, "data:", 5) == 0 ? MCPCLIENT_MESSAGE_MAX : (size_t)1 << 20;
+    room = s->len < limit ? limit - s->len : 0;
+    if (room > n)
+        room = n;
+    if (room) {
+        if (grow(&s->line, &s->cap, s->len + room + 1) < 0)
+            return;
+        memcpy(s->line + s->len, p, room);
+        s->len += room;
+    }
+    if (room < n) {
+        s->line_over = true;
+        sse_overflow(s, s->line, s->len);
+        sse_overflow(s, p + room, n - room);
+    }
+}
+
 static void sse_feed(struct conn *k, struct xfer *x, const char *p, size_t n)
 {
     struct sse *s = &x->sse;
 
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '\n') {
+    while (n > 0) {
+        const char *nl = memchr(p, '\n', n);
+        size_t seg = nl ? (size_t)(nl - p) : n;
+
+        sse_add(s, p, seg);
+        if (nl) {
             sse_line(k, x, s->line, s->len);
             s->len = 0;
-            continue;
+            seg++;
         }
-        if (s->len < 1u << 20 ||
-            (s->len < MCPCLIENT_MESSAGE_MAX && strncmp(s->line, "data:", 5) == 0)) {
-            if (grow(&s->line, &s->cap, s->len + 2) < 0)
-                continue;
-            s->line[s->len++] = p[i];
-        } else {
-            s->over = true; /* one line over the limit: the event is dropped */
-            s->over_bytes++;
-        }
+        p += seg;
+        n -= seg;
     }
 }
 
@@ -274,9 +333,13 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
         sse_feed(k, x, buf, len);
         return len;
     }
+    x->rtotal += len;
     if (x->too_big || x->rlen + len > MCPCLIENT_MESSAGE_MAX) {
-        x->too_big = true;
-        x->rlen += len;
+        if (!x->too_big) { /* what came so far is the answer's head */
+            x->too_big = true;
+            mcpclient__edges_add(&x->edges, x->resp ? x->resp : "", x->rlen);
+        }
+        mcpclient__edges_add(&x->edges, buf, len);
         return len;
     }
     if (grow(&x->resp, &x->rcap, x->rlen + len + 1) < 0)
@@ -456,7 +519,8 @@ static void post_done(struct conn *k, struct xfer *x, CURLcode rc)
         return;
     }
     if (x->too_big) {
-        mcpclient__oversized(k->c, x->rlen, x->resp ? x->resp : "", x->resp ? x->rlen : 0, "", 0);
+        mcpclient__oversized(k->c, x->rtotal, x->edges.head, x->edges.head_len, x->edges.tail,
+                             x->edges.tail_len);
         return;
     }
     if ((x->status == 404 || x->status == 405) && strcmp(x->method, "initialize") == 0 &&

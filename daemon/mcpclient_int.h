@@ -42,6 +42,15 @@ void mcpclient__receive(struct mcpclient *c, const char *json, size_t len);
 void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
                           const char *tail, size_t tail_len);
 
+/* The first and last bytes of a message too large to keep, which mcpclient__oversized looks in
+ * for its id: bytes go in with mcpclient__edges_add as they arrive, in order. */
+#define MCPCLIENT_EDGE 1024
+struct mcpclient_edges {
+    char head[MCPCLIENT_EDGE], tail[MCPCLIENT_EDGE];
+    size_t head_len, tail_len;
+};
+void mcpclient__edges_add(struct mcpclient_edges *e, const char *p, size_t n);
+
 /* The next message to send (owned, *len bytes, no newline), or NULL when none waits. */
 char *mcpclient__next_out(struct mcpclient *c, size_t *len);
 

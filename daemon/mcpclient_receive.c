@@ -610,6 +610,26 @@ static void oversized(struct mcpclient *c, size_t bytes, const char *head, size_
     fail_id(c, id, ERR_TOO_LARGE, why, lent);
 }
 
+void mcpclient__edges_add(struct mcpclient_edges *e, const char *p, size_t n)
+{
+    size_t take = e->head_len < MCPCLIENT_EDGE ? MCPCLIENT_EDGE - e->head_len : 0;
+
+    if (take > n)
+        take = n;
+    memcpy(e->head + e->head_len, p, take);
+    e->head_len += take;
+    if (n >= MCPCLIENT_EDGE) {
+        memcpy(e->tail, p + n - MCPCLIENT_EDGE, MCPCLIENT_EDGE);
+        e->tail_len = MCPCLIENT_EDGE;
+    } else {
+        size_t keep = e->tail_len + n > MCPCLIENT_EDGE ? MCPCLIENT_EDGE - n : e->tail_len;
+
+        memmove(e->tail, e->tail + e->tail_len - keep, keep);
+        memcpy(e->tail + keep, p, n);
+        e->tail_len = keep + n;
+    }
+}
+
 void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
                           const char *tail, size_t tail_len)
 {

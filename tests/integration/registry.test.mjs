@@ -18,7 +18,7 @@ import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/webso
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startDaemon } from '../lib/daemon.mjs';
 import { serverPaths } from '../lib/readable.mjs';
-import { startWsServer } from '../lib/mcpservers.mjs';
+import { startHttpServer, startWsServer } from '../lib/mcpservers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // Paths runboxd's account can read (a copy when the checkout is under a private home).
@@ -504,6 +504,36 @@ test('an answer runbox cannot read fails its call at once, saying why; one with 
     assert.equal(s.restarts, 0);
   } finally {
     await d.stop();
+  }
+});
+
+test('an HTTP server answering past the size limit fails that call at once, as JSON or as an event stream; runboxd goes on', async () => {
+  const [json, sse] = await Promise.all([startHttpServer('hj', { json: true }), startHttpServer('hs')]);
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('huge', {
+    mcpServers: { hj: { url: json.url, timeout_ms: 30000 }, hs: { url: sse.url, timeout_ms: 30000 } },
+  })] });
+  try {
+    for (const name of ['hj', 'hs']) {
+      for (;;) {
+        const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === name);
+        if (s.state === 'ready') break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+    for (const name of ['hj', 'hs']) {
+      const t0 = Date.now();
+      const r = await d.call(`${name}__huge`, { mb: 17 });
+      assert.equal(r.body.ok, false, JSON.stringify(r.body).slice(0, 300));
+      assert.match(r.body.error, new RegExp(`^${name} answered with \\d+ bytes, over runbox's limit of 16777216 bytes`));
+      // On the answer, not at the server's 30 s timeout.
+      assert.ok(Date.now() - t0 < 15000, `${name}: ${Date.now() - t0} ms`);
+      assert.equal((await d.call(`${name}__echo`, { message: 'after' })).body.result, `${name}: after`);
+    }
+    assert.equal((await d.get('/health')).body.ok, true);
+  } finally {
+    await d.stop();
+    await json.close();
+    await sse.close();
   }
 });
 

@@ -87,6 +87,28 @@ export async function startWsServer(name, events = {}) {
   };
 }
 
+// Starts the test tools over stateless Streamable HTTP on a free loopback port (a server per
+// request, as the SDK's stateless example does); json: answers as application/json rather than
+// as an event stream. Resolves to {url, close()}.
+export async function startHttpServer(name, { json = false } = {}) {
+  const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  const http = await import('node:http');
+  const srv = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', async () => {
+      const t = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+      await testServer(name).connect(t);
+      await t.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+    });
+  });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}/mcp`,
+    close: () => new Promise((resolve) => { srv.closeAllConnections(); srv.close(resolve); }),
+  };
+}
+
 // As a program: `node mcpservers.mjs stdio NAME` serves the test tools over stdio, and says
 // on stderr when a slow call starts or sees its cancellation (the console shows it). With
 // MCPSERVERS_LINGER=1 it stays after its stdin ends, like a server that never notices its
