@@ -567,15 +567,19 @@ const struct catalog *registry_tools(struct registry *r, struct registry_hold **
 
 /* ---- finding a tool ---- */
 
+/* The server named name[0..len), or when none is, the one whose prefix it is: what a client
+ * means by <server>/<tool>. A prefix may be another server's name (x with "prefix": "y" beside
+ * y), and then the name wins. */
 static const struct server *server_named(const struct registry *r, const char *name, size_t len)
 {
-    for (size_t i = 0; i < r->n; i++) {
-        const struct registry_spec *s = &r->servers[i].spec;
+    for (int by_prefix = 0; by_prefix < 2; by_prefix++)
+        for (size_t i = 0; i < r->n; i++) {
+            const struct registry_spec *s = &r->servers[i].spec;
+            const char *key = by_prefix ? s->prefix : s->name;
 
-        if ((strlen(s->name) == len && strncmp(s->name, name, len) == 0) ||
-            (s->prefix && strlen(s->prefix) == len && strncmp(s->prefix, name, len) == 0))
-            return &r->servers[i];
-    }
+            if (key && strlen(key) == len && strncmp(key, name, len) == 0)
+                return &r->servers[i];
+        }
     return NULL;
 }
 
@@ -655,12 +659,16 @@ const struct catalog_tool *registry_find_tool(struct registry *r, const char *na
 
 /* ---- calls ---- */
 
+/* The server that serves t: the one whose name its _meta carries, never one whose prefix is
+ * that name. */
 static struct server *server_of(struct registry *r, const struct catalog_tool *t)
 {
     const char *name = meta_of(t, "runbox/server");
-    const struct server *s = server_named(r, name, strlen(name));
 
-    return (struct server *)s;
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->servers[i].spec.name, name) == 0)
+            return &r->servers[i];
+    return NULL;
 }
 
 /* The text of a CallToolResult's text content, joined (owned), or NULL when it has other

@@ -368,16 +368,18 @@ static const char *meta_of(const struct catalog_tool *ct, const char *key)
 }
 
 /* Whether ct is <server>/<tool>: its server by name, or by the prefix of its served name. */
+/* True when ct is tool of the server named server[0..slen) or, by_prefix, of the server whose
+ * served names begin with that prefix. */
 static bool is_server_tool(const struct catalog_tool *ct, const char *server, size_t slen,
-                           const char *tool)
+                           const char *tool, bool by_prefix)
 {
     const char *served = catalog_tool_name(ct);
 
     if (strcmp(meta_of(ct, "runbox/tool"), tool) != 0)
         return false;
-    if (strlen(meta_of(ct, "runbox/server")) == slen &&
-        strncmp(meta_of(ct, "runbox/server"), server, slen) == 0)
-        return true;
+    if (!by_prefix)
+        return strlen(meta_of(ct, "runbox/server")) == slen &&
+               strncmp(meta_of(ct, "runbox/server"), server, slen) == 0;
     return strncmp(served, server, slen) == 0 && strncmp(served + slen, "__", 2) == 0 &&
            strcmp(served + slen + 2, tool) == 0;
 }
@@ -393,23 +395,27 @@ int proxy_tools_resolve(void *arg, const char *name, char *canonical, size_t siz
 
     if (!t->ext || catalog_find(catalog_builtin(), name))
         return 0;
-    for (size_t i = 0; i < catalog_count(t->ext); i++) {
-        const struct catalog_tool *ct = catalog_at(t->ext, i);
-        bool hit = slash ? is_server_tool(ct, name, (size_t)(slash - name), slash + 1)
-                         : strcmp(meta_of(ct, "runbox/tool"), name) == 0;
-        int n;
+    /* <server>/<tool>: server is a server's name; only when no server has that name, a prefix
+     * (as runboxd resolves it: the other server's tool must never be the one called). */
+    for (int by_prefix = 0; by_prefix < 2 && matches == 0; by_prefix++)
+        for (size_t i = 0; i < catalog_count(t->ext); i++) {
+            const struct catalog_tool *ct = catalog_at(t->ext, i);
+            bool hit = slash
+                           ? is_server_tool(ct, name, (size_t)(slash - name), slash + 1, by_prefix)
+                           : !by_prefix && strcmp(meta_of(ct, "runbox/tool"), name) == 0;
+            int n;
 
-        if (!hit)
-            continue;
-        found = ct;
-        matches++;
-        n = snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "",
-                     catalog_tool_name(ct));
-        if (n > 0 && used + (size_t)n < sizeof(list))
-            used += (size_t)n;
-        else
-            list[used] = '\0'; /* the list says as many as fit */
-    }
+            if (!hit)
+                continue;
+            found = ct;
+            matches++;
+            n = snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "",
+                         catalog_tool_name(ct));
+            if (n > 0 && used + (size_t)n < sizeof(list))
+                used += (size_t)n;
+            else
+                list[used] = '\0'; /* the list says as many as fit */
+        }
     if (matches == 1) {
         snprintf(canonical, size, "%s", catalog_tool_name(found));
         return 1;

@@ -17,6 +17,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startDaemon } from '../lib/daemon.mjs';
+import { resultText, startProxy } from '../lib/proxy.mjs';
 import { serverPaths } from '../lib/readable.mjs';
 import { startHttpServer, startWsServer } from '../lib/mcpservers.mjs';
 
@@ -534,6 +535,39 @@ test('an HTTP server answering past the size limit fails that call at once, as J
     await d.stop();
     await json.close();
     await sse.close();
+  }
+});
+
+test('a call reaches the server whose tool it is, when a prefix is another server\'s name or two names sanitise alike', async () => {
+  // x serves its tools as y__*, beside a server named y; "a.b" and "a_b" both serve as a_b__*.
+  const raw = (label) => ({ command: process.execPath, args: [testServerScript, 'raw', label] });
+  const label = { x: 'X', y: 'Y', 'a.b': 'AdotB', a_b: 'AunderB' };
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('names', {
+    mcpServers: { x: { ...raw('X'), prefix: 'y' }, y: raw('Y'), 'a.b': raw('AdotB'), a_b: raw('AunderB') },
+  })] });
+  const p = startProxy({ daemonUrl: d.url });
+  try {
+    for (;;) {
+      const s = (await d.get('/mcp-servers')).body.servers;
+      if (s.filter((x) => x.state === 'ready').length === 4) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    // Every served echo runs on the server its _meta names.
+    const echoes = (await d.get('/tools')).body.tools.filter((t) => t._meta?.['runbox/tool'] === 'echo');
+    assert.equal(echoes.length, 4, JSON.stringify(echoes.map((t) => t.name)));
+    for (const t of echoes) {
+      const who = label[t._meta['runbox/server']];
+      assert.equal((await d.call(t.name, { message: 'm' })).body.result, `${who}: m`, t.name);
+    }
+    // <server>/<tool>: a server's name wins over another's prefix; a prefix alone still works.
+    await p.initialize();
+    for (const [alias, who] of [['y/echo', 'Y'], ['x/echo', 'X'], ['a.b/echo', 'AdotB'], ['a_b/echo', 'AunderB']]) {
+      assert.equal((await d.call(alias, { message: 'm' })).body.result, `${who}: m`, alias);
+      assert.equal(resultText(await p.callTool(alias, { message: 'm' })), `${who}: m`, `${alias} through runbox`);
+    }
+  } finally {
+    await p.close();
+    await d.stop();
   }
 });
 
