@@ -219,7 +219,7 @@ static void add_tools(struct registry *r, size_t si, cJSON *tools, struct names 
 
         if (!cJSON_IsString(name) || !name->valuestring[0])
             continue;
-        if ((s->spec.allow.n && !listed(&s->spec.allow, name->valuestring)) ||
+        if ((s->spec.has_allow && !listed(&s->spec.allow, name->valuestring)) ||
             listed(&s->spec.deny, name->valuestring))
             continue;
         unique_name(r, taken, s->spec.prefix, name->valuestring, "tool", served, sizeof(served));

@@ -66,7 +66,8 @@ struct registry_spec {
     char *cwd;                    /* stdio, or NULL */
     char *url;                    /* remote */
     struct registry_strv headers; /* remote: "Name: value" */
-    struct registry_strv allow;   /* "tools": only these (empty: all) */
+    struct registry_strv allow;   /* "tools": only these, when has_allow */
+    bool has_allow;               /* "tools" was given: [] serves no tool */
     struct registry_strv deny;    /* "disabled_tools" */
     char *error;                  /* owned: why this entry cannot run (it is listed as failed), or
                                      NULL */

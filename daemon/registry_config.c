@@ -340,6 +340,7 @@ static void parse_common(struct ctx *x, const cJSON *obj)
     else if (v)
         s->timeout_ms = (int)v->valuedouble;
     get_strings(x, obj, "tools", &s->allow);
+    s->has_allow = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(obj, "tools"));
     get_strings(x, obj, "disabled_tools", &s->deny);
     prefix = get_string(x, obj, "prefix", true);
     free(s->prefix);

@@ -538,20 +538,23 @@ test('an HTTP server answering past the size limit fails that call at once, as J
   }
 });
 
-test('a call reaches the server whose tool it is, when a prefix is another server\'s name or two names sanitise alike', async () => {
+test('a call reaches the server whose tool it is, when a prefix is another server\'s name or two names sanitise alike; "tools": [] serves none', async () => {
   // x serves its tools as y__*, beside a server named y; "a.b" and "a_b" both serve as a_b__*.
   const raw = (label) => ({ command: process.execPath, args: [testServerScript, 'raw', label] });
   const label = { x: 'X', y: 'Y', 'a.b': 'AdotB', a_b: 'AunderB' };
   const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('names', {
-    mcpServers: { x: { ...raw('X'), prefix: 'y' }, y: raw('Y'), 'a.b': raw('AdotB'), a_b: raw('AunderB') },
+    mcpServers: { x: { ...raw('X'), prefix: 'y' }, y: raw('Y'), 'a.b': raw('AdotB'), a_b: raw('AunderB'),
+                  none: { ...raw('N'), tools: [] } },
   })] });
   const p = startProxy({ daemonUrl: d.url });
   try {
     for (;;) {
       const s = (await d.get('/mcp-servers')).body.servers;
-      if (s.filter((x) => x.state === 'ready').length === 4) break;
+      if (s.filter((x) => x.state === 'ready').length === 5) break;
       await new Promise((r) => setTimeout(r, 25));
     }
+    // An empty allow list ("tools": []) serves none of the server's tools.
+    assert.ok(!(await d.get('/tools')).body.tools.some((t) => t._meta?.['runbox/server'] === 'none'));
     // Every served echo runs on the server its _meta names.
     const echoes = (await d.get('/tools')).body.tools.filter((t) => t._meta?.['runbox/tool'] === 'echo');
     assert.equal(echoes.length, 4, JSON.stringify(echoes.map((t) => t.name)));

@@ -114,10 +114,12 @@ START_TEST(test_registry_reads_the_list_form_and_per_server_keys)
     ck_assert(!f->enabled);
     ck_assert(f->sandbox);
     ck_assert_int_eq(f->timeout_ms, 5000);
+    ck_assert(f->has_allow);
     ck_assert_str_eq(f->allow.v[0], "read");
     ck_assert_str_eq(f->deny.v[0], "write");
     ck_assert_str_eq(f->prefix, "my_files_");
     ck_assert_int_eq(named("api")->transport, REGISTRY_WS);
+    ck_assert(!named("api")->has_allow); /* no "tools": every tool */
 }
 END_TEST
 
