@@ -30,7 +30,8 @@ struct pending {
     int64_t deadline_ms; /* 0: none */
     cJSON *acc;          /* a list being read, page by page */
     int pages;
-    unsigned list; /* MCPCLIENT_CHANGED_TOOLS, ... */
+    uint64_t cursor_hash; /* of the cursor this page was asked with (0: the first page) */
+    unsigned list;        /* MCPCLIENT_CHANGED_TOOLS, ... */
     /* a waiter (mcpclient_request): */
     bool waiter;
     pthread_cond_t cond;

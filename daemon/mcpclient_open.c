@@ -186,13 +186,44 @@ static void become_ready(struct mcpclient *c)
                               MCPCLIENT_CHANGED_PROMPTS | MCPCLIENT_CHANGED_RESOURCES);
 }
 
-/* One page of a list arrived: keep it, read the next or install the whole list. */
+/* FNV-1a of a cursor; never 0, which stands for "no cursor". */
+static uint64_t cursor_hash(const char *cursor)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (const unsigned char *p = (const unsigned char *)cursor; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+/* True when acc already has an item with its name (a resource: its uri): a server whose pages
+ * repeat themselves. */
+static bool listed_already(const cJSON *acc, const cJSON *it, const char *key)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(it, key), *e;
+
+    if (!cJSON_IsString(k))
+        return false;
+    cJSON_ArrayForEach(e, acc)
+    {
+        const cJSON *ek = cJSON_GetObjectItemCaseSensitive(e, key);
+
+        if (cJSON_IsString(ek) && strcmp(ek->valuestring, k->valuestring) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* One page of a list arrived: keep it, read the next or install the whole list. A page that
+ * repeats an item already read, or a cursor that repeats the one asked with, is a server going
+ * round in circles: the repeats are left out and the list ends there. */
 static void on_list_page(struct mcpclient *c, struct pending *p, cJSON *result, const cJSON *error)
 {
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(result, list_key(p->list));
     const cJSON *next = cJSON_GetObjectItemCaseSensitive(result, "nextCursor");
     cJSON *acc = p->acc, *it, **slot;
-    bool handshake;
+    const char *key = p->list == MCPCLIENT_CHANGED_RESOURCES ? "uri" : "name";
+    bool handshake, repeats = false;
 
     p->acc = NULL;
     if (error || !cJSON_IsArray(items)) {
@@ -214,9 +245,21 @@ static void on_list_page(struct mcpclient *c, struct pending *p, cJSON *result, 
             cJSON_Delete(it);
             continue;
         }
+        if (listed_already(acc, it, key)) {
+            repeats = true;
+            cJSON_Delete(it);
+            continue;
+        }
         cJSON_AddItemToArray(acc, it);
     }
-    if (cJSON_IsString(next) && next->valuestring[0] && p->pages + 1 < LIST_PAGES_MAX &&
+    if (cJSON_IsString(next) && next->valuestring[0] && p->cursor_hash &&
+        cursor_hash(next->valuestring) == p->cursor_hash)
+        repeats = true;
+    if (repeats)
+        log_warn("mcp %s: %s repeats itself (an item or the cursor it was asked with): the "
+                 "repeats are left out and the list ends at page %d",
+                 c->spec->name, mcpclient__list_method(p->list), p->pages + 1);
+    if (!repeats && cJSON_IsString(next) && next->valuestring[0] && p->pages + 1 < LIST_PAGES_MAX &&
         cJSON_GetArraySize(acc) < MCPCLIENT_LIST_MAX) {
         mcpclient__read_list(c, p->list, acc, p->pages + 1, next->valuestring);
         return;
@@ -256,6 +299,7 @@ void mcpclient__read_list(struct mcpclient *c, unsigned list, cJSON *acc, int pa
     pthread_mutex_lock(&c->mu);
     p->acc = acc;
     p->pages = pages;
+    p->cursor_hash = cursor ? cursor_hash(cursor) : 0;
     p->list = list;
     pthread_mutex_unlock(&c->mu);
 }

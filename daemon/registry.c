@@ -12,6 +12,7 @@
 #include "registry.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,7 @@ struct registry {
     struct events *events;
     struct startgate *gate;   /* how many stdio servers start at once; owned */
     pthread_mutex_t build_mu; /* serializes rebuilds */
+    struct names *said;       /* what rebuilds logged already (build_mu): each is said once */
     pthread_mutex_t mu;       /* guards snap and the warnings */
     struct registry_hold *snap;
     void (*listener)(void *arg, unsigned lists);
@@ -136,6 +138,29 @@ static int names_add(struct names *ns, const char *s)
     return ns->v[ns->n] ? (int)(ns->n++, 0) : -1;
 }
 
+#define SAID_MAX 1024 /* distinct warnings a registry remembers having logged */
+
+/* Logs what a rebuild found once: rebuilds come with every state change of every server (each
+ * retry of one that fails), and said it again each time. build_mu held. */
+static void say_once(struct registry *r, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void say_once(struct registry *r, enum log_level level, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (!r->said)
+        r->said = calloc(1, sizeof(*r->said));
+    if (!r->said || names_has(r->said, msg) || r->said->n >= SAID_MAX ||
+        names_add(r->said, msg) < 0)
+        return;
+    log_write(level, "%s", msg);
+}
+
 static void names_free(struct names *ns)
 {
     for (size_t i = 0; i < ns->n; i++)
@@ -144,15 +169,17 @@ static void names_free(struct names *ns)
 }
 
 /* The served name of a server's tool or prompt: prefix__name, made unique against what is
- * taken (the built-in tools, earlier servers' names) with "_2", "_3", ... */
-static void unique_name(const struct registry *r, const struct names *taken, const char *prefix,
+ * taken (earlier servers' names of the same kind; for a tool, the built-in tools too) with
+ * "_2", "_3", ... Tools and prompts are apart: a prompt may have a tool's name. */
+static void unique_name(struct registry *r, const struct names *taken, const char *prefix,
                         const char *orig, const char *what, char *out, size_t size)
 {
+    const struct catalog *builtin = strcmp(what, "tool") == 0 ? r->builtin : NULL;
     char base[REGISTRY_NAME_MAX + 1];
 
     registry_served_name(prefix, orig, base, sizeof(base));
     snprintf(out, size, "%s", base);
-    for (int k = 2; names_has(taken, out) || (r->builtin && catalog_find(r->builtin, out)); k++) {
+    for (int k = 2; names_has(taken, out) || (builtin && catalog_find(builtin, out)); k++) {
         char suffix[16];
         int sl = snprintf(suffix, sizeof(suffix), "_%d", k);
         size_t keep = strlen(base);
@@ -161,11 +188,12 @@ static void unique_name(const struct registry *r, const struct names *taken, con
             keep = REGISTRY_NAME_MAX - (size_t)sl;
         snprintf(out, size, "%.*s%s", (int)keep, base, suffix);
         if (k == 2)
-            log_warn("registry: %s %s of server %s is served as %s: %s was taken", what, orig,
-                     prefix, out, base);
+            say_once(r, LOG_WARN, "registry: %s %s of server %s is served as %s: %s was taken",
+                     what, orig, prefix, out, base);
     }
     if (strlen(out) > REGISTRY_NAME_WARN)
-        log_warn("registry: %s name %s is %zu characters; Claude Code's mcp__<server>__ prefix "
+        say_once(r, LOG_WARN,
+                 "registry: %s name %s is %zu characters; Claude Code's mcp__<server>__ prefix "
                  "takes the whole past 64 (set a shorter \"prefix\")",
                  what, out, strlen(out));
 }
@@ -226,7 +254,8 @@ static void add_tools(struct registry *r, size_t si, cJSON *tools, struct names 
         if (names_add(taken, served) < 0)
             continue;
         if (r->builtin && catalog_find(r->builtin, name->valuestring))
-            log_info("registry: %s's tool %s has the name of one of runbox's own tools: the bare "
+            say_once(r, LOG_INFO,
+                     "registry: %s's tool %s has the name of one of runbox's own tools: the bare "
                      "name calls runbox's; %s calls the server's",
                      s->spec.name, name->valuestring, served);
         cJSON_AddItemToArray(out, tool_entry(t, served, s, name->valuestring));
@@ -253,7 +282,7 @@ static void add_tools(struct registry *r, size_t si, cJSON *tools, struct names 
         s->warnings[0] = '\0';
     pthread_mutex_unlock(&r->mu);
     if (missing[0])
-        log_warn("registry: %s", s->warnings);
+        say_once(r, LOG_WARN, "registry: %s", s->warnings);
     cJSON_Delete(list);
     (void)tools;
 }
@@ -339,7 +368,7 @@ static void add_resources(struct registry *r, size_t si, struct registry_hold *h
 static struct registry_hold *build(struct registry *r)
 {
     struct registry_hold *h = calloc(1, sizeof(*h));
-    struct names taken = {0}, uris = {0};
+    struct names taken = {0}, prompts = {0}, uris = {0};
     struct errinfo err = {0};
     cJSON *doc = cJSON_CreateObject(), *tools;
 
@@ -362,10 +391,11 @@ static struct registry_hold *build(struct registry *r)
             continue;
         h->ready[i] = true;
         add_tools(r, i, tools, &taken, tools);
-        add_prompts(r, i, h, &taken);
+        add_prompts(r, i, h, &prompts);
         add_resources(r, i, h, &uris);
     }
     names_free(&taken);
+    names_free(&prompts);
     names_free(&uris);
     h->cat = catalog_new_external(doc, &err);
     if (!h->cat) {
@@ -546,6 +576,9 @@ void registry_free(struct registry *r)
     if (r->snap)
         registry_unhold(r->snap);
     startgate_free(r->gate);
+    if (r->said)
+        names_free(r->said);
+    free(r->said);
     pthread_mutex_destroy(&r->build_mu);
     pthread_mutex_destroy(&r->mu);
     free(r);

@@ -574,6 +574,34 @@ test('a call reaches the server whose tool it is, when a prefix is another serve
   }
 });
 
+test('a server whose tools/list goes round in circles is read once; a prompt may have a tool\'s name; each warning is logged once', async () => {
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('loop', {
+    mcpServers: { loop: { command: process.execPath, args: [testServerScript, 'raw', 'L'], env: { RAW_LOOP: '1' } },
+                  // Exits at once, every time: its retries rebuild the lists again and again.
+                  gone: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
+                  // 50 characters of prefix: its served names are over 45, which is warned about.
+                  long: { command: process.execPath, args: [testServerScript, 'raw', 'G'], prefix: 'p'.repeat(50) } },
+  })] });
+  try {
+    for (;;) {
+      const s = (await d.get('/mcp-servers')).body.servers;
+      if (['loop', 'long'].every((n) => s.find((x) => x.name === n).state === 'ready') &&
+          s.find((x) => x.name === 'gone').restarts >= 3) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const names = (await d.get('/tools')).body.tools.map((t) => t.name).filter((n) => n.startsWith('loop__')).sort();
+    assert.deepEqual(names, ['loop__broken', 'loop__ctrl', 'loop__deep', 'loop__echo', 'loop__nul']);
+    assert.match(d.stderr(), /mcp loop: tools\/list repeats itself .* the list ends at page 2/);
+    const prompts = (await d.get('/prompts')).body.result.prompts.map((p) => p.name);
+    assert.ok(prompts.includes('loop__echo'), JSON.stringify(prompts));
+    assert.ok(!prompts.some((n) => n.endsWith('_2')), JSON.stringify(prompts));
+    const longWarnings = d.stderr().split('\n').filter((l) => /registry: tool name p+__echo is \d+ characters/.test(l));
+    assert.equal(longWarnings.length, 1, longWarnings.join('\n'));
+  } finally {
+    await d.stop();
+  }
+});
+
 function writeConfig(name, obj) {
   const p = path.join(tmp, `${name}.json`);
   writeFileSync(p, typeof obj === 'string' ? obj : JSON.stringify(obj));

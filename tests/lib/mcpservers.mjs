@@ -132,7 +132,8 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
 // As a program: `node mcpservers.mjs raw NAME` is a hand-written stdio server whose answers are
 // what no SDK would send: `nul` answers text with a NUL in it (\u0000), `deep` a result nested
 // 100 levels deep with its id last, `broken` JSON cut off after its id, `ctrl` a raw control
-// character inside a string; `echo` answers normally.
+// character inside a string; `echo` answers normally. It has one prompt, also named `echo`.
+// With RAW_LOOP=1 every tools/list page says there is a next one, with the same cursor.
 if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === 'raw') {
   const name = process.argv[3] || 'raw';
   const { createInterface } = await import('node:readline');
@@ -148,10 +149,12 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
     const m = JSON.parse(line);
     if (m.method === 'initialize') {
       send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion,
-        capabilities: { tools: {} }, serverInfo: { name, version: '1.0.0' } } }));
+        capabilities: { tools: {}, prompts: {} }, serverInfo: { name, version: '1.0.0' } } }));
     } else if (m.method === 'tools/list') {
       send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { tools: Object.keys(answers).map((t) => (
-        { name: t, inputSchema: { type: 'object' } })) } }));
+        { name: t, inputSchema: { type: 'object' } })), ...(process.env.RAW_LOOP === '1' ? { nextCursor: 'again' } : {}) } }));
+    } else if (m.method === 'prompts/list') {
+      send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { prompts: [{ name: 'echo', description: 'a prompt named as a tool' }] } }));
     } else if (m.method === 'tools/call') {
       send(answers[m.params.name](m.id, m.params.arguments ?? {}));
     } else if (m.id !== undefined) {
