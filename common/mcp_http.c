@@ -16,7 +16,8 @@
  * which ends with the answer. Streams that live long (a GET stream, a legacy /sse stream, a
  * subscriptions/listen answer) get an SSE comment every keepalive_ms, which is also how a
  * client that left is found when nothing watches its connection; a stream whose queue passes
- * stream_queue_max (a client that stopped reading) is closed.
+ * stream_queue_max (a client that stopped reading) is closed. Progress does not add up there: a
+ * newer progress notification replaces the waiting one for its token (mcp_http_queue.c).
  *
  * The engine's sessions: a legacy Streamable HTTP session (initialize without Mcp-Session-Id)
  * is listed by its random id; a modern request, and a request that has neither a session nor
@@ -347,7 +348,7 @@ static int serve_post(struct mcp_http *h, struct mg_connection *conn, struct hse
     if (!answered) {
         /* Notifications and responses: 202, unless the engine had something to say about it. */
         pthread_mutex_lock(&st->mu);
-        answered = st->head || st->mode != ST_UNSTARTED;
+        answered = st->q.head || st->mode != ST_UNSTARTED;
         pthread_mutex_unlock(&st->mu);
         if (!answered) {
             mcp_session_cancel_origin(hs->ms, st);

@@ -1,7 +1,8 @@
 /* common/mcp_http_int.h - what the HTTP transport's files share (mcp_http.c: requests,
  * Streamable HTTP and legacy SSE; mcp_http_stream.c: response streams; mcp_http_session.c:
- * sessions; mcp_http_ws.c: WebSocket; mcp_http_serve.c: the standalone server); not for other
- * modules. Functions named mcp_http__* are private to the transport.
+ * sessions; mcp_http_queue.c: a client's queue; mcp_http_ws.c: WebSocket; mcp_http_serve.c: the
+ * standalone server); not for other modules. Functions named mcp_http__* are private to the
+ * transport.
  *
  * Locks: h->mu guards the session table and the counters; st->mu guards one stream's queue and
  * flags; hs->mu one session's stream pointers. Order: h->mu, then hs->mu, then st->mu. Nothing
@@ -23,12 +24,28 @@ enum hs_kind { HS_STREAMABLE, HS_STATELESS, HS_SSE, HS_WS };
 
 #define MCP_HTTP_HELD_MAX ((size_t)16 << 10) /* bytes of a session's messages held for a stream */
 
-/* One queued message. */
+#define MCP_HTTP_QUEUE_SLOTS 64 /* progress tokens a queue coalesces at once (mcp_http_queue.c) */
+
+/* One queued message. The fields after next are mcp_http_queue.c's. */
 struct qmsg {
     struct qmsg *next;
+    struct qmsg *newer;     /* a waiting progress notification (a slot): the newest one for its
+                               token, written in its place (owned), or NULL */
+    struct qmsg *next_slot; /* the next slot in its queue's slots */
     enum mcp_route_kind kind;
+    size_t token_off, token_len; /* a progress notification: its progressToken in text; else 0 */
     size_t len;
     char text[]; /* len bytes + NUL */
+};
+
+/* The messages waiting for one client (a response stream, a WebSocket connection), guarded by
+ * its owner's lock. A progress notification replaces one for the same token that still waits
+ * (mcp_http_queue.c's DESIGN). Zero-initialised storage is an empty queue. */
+struct mqueue {
+    struct qmsg *head, *tail;
+    struct qmsg *slots; /* the waiting progress notifications, one per token */
+    unsigned nslots;    /* at most MCP_HTTP_QUEUE_SLOTS */
+    size_t bytes;       /* what waits: the text that will be written */
 };
 
 enum st_mode { ST_UNSTARTED, ST_JSON, ST_SSE };
@@ -50,15 +67,14 @@ struct hstream {
     bool ends_at_answer; /* a POST stream: it ends with its request's answer */
     bool session_ended;  /* its session ended (DELETE, the /sse stream closed) while it ran */
     struct hsess *sess;  /* the session it serves, or NULL (h->mu, while in h->open) */
-    struct qmsg *head, *tail;
+    struct mqueue q;
     struct hstream *next_open; /* in h->open (h->mu), while stream_run or an inline handler
                                   (hsess_may_block) serves it */
     bool in_open;              /* listed in h->open (h->mu) */
-    size_t queued;             /* bytes in the queue */
-    size_t queue_max;
-    int watch;               /* the embedder's watch of the client (opt.watch), or -1 */
-    struct hsess *inline_hs; /* set (owner) when a handler answers at length on the owner
-                                thread (hsess_may_block): a client that leaves cancels it */
+    size_t queue_max;          /* bytes q may hold */
+    int watch;                 /* the embedder's watch of the client (opt.watch), or -1 */
+    struct hsess *inline_hs;   /* set (owner) when a handler answers at length on the owner
+                                  thread (hsess_may_block): a client that leaves cancels it */
     char session_header[MCP_HTTP_ID_LEN + 1]; /* Mcp-Session-Id to send with the first bytes */
     const char *keepalive; /* the keep-alive header line of its answers: h's copy, keepalive_buf
                               or a literal (mcp_http__keepalive_cached) */
@@ -170,8 +186,29 @@ const char *mcp_http__keepalive_cached(struct mcp_http *h, const struct mg_conne
                                        char *buf, size_t size);
 
 /* A queued message holding a copy of json[0..len) (NUL-terminated), next NULL; NULL when out
- * of memory. Free with free(). */
+ * of memory. Free with free() (one that was in an mqueue: as mcp_http__queue_pop returns it). */
 struct qmsg *mcp_http__qmsg(const char *json, size_t len, enum mcp_route_kind kind);
+
+/* ---- mcp_http_queue.c (pure: no lock, no I/O) ---- */
+
+/* True when json is a progress notification as the engine builds it; *off and *tlen are then
+ * where its progressToken's JSON text is in json. */
+bool mcp_http__progress_token(const char *json, size_t len, size_t *off, size_t *tlen);
+
+/* Queues m at q's end, or, when m is a progress notification (kind MCP_ROUTE_REQUEST) and one
+ * for its token waits in q, in that one's place. Takes ownership of m. -1 when q would then hold
+ * more than max bytes: q is unchanged and m freed. */
+int mcp_http__queue_push(struct mqueue *q, struct qmsg *m, size_t max);
+
+/* Takes q's first message: owned, free with free(); NULL when q is empty. */
+struct qmsg *mcp_http__queue_pop(struct mqueue *q);
+
+/* Puts the list head..tail (bytes long, of plain mcp_http__qmsg() messages) before what waits
+ * in q; takes ownership of it. */
+void mcp_http__queue_prepend(struct mqueue *q, struct qmsg *head, struct qmsg *tail, size_t bytes);
+
+/* Frees what waits in q and leaves it empty. */
+void mcp_http__queue_cleanup(struct mqueue *q);
 
 /* ---- mcp_http_session.c ---- */
 
@@ -212,8 +249,8 @@ int mcp_http__check_fields(const struct mg_request_info *ri, struct errinfo *err
 
 /* ---- mcp_http_ws.c ---- */
 
-/* Sends one message on a WebSocket session (any thread). */
-void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len);
+/* Sends one message on a WebSocket session (any thread); kind as the engine routed it. */
+void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len, enum mcp_route_kind kind);
 
 /* Frees the WebSocket state of a session that is gone. */
 void mcp_http__ws_free(void *ws);

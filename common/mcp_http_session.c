@@ -48,11 +48,7 @@ void mcp_http__give_held(struct hsess *hs, struct hstream *st)
     if (!hs->held)
         return;
     pthread_mutex_lock(&st->mu);
-    hs->held_tail->next = st->head;
-    if (!st->head)
-        st->tail = hs->held_tail;
-    st->head = hs->held;
-    st->queued += hs->held_bytes;
+    mcp_http__queue_prepend(&st->q, hs->held, hs->held_tail, hs->held_bytes);
     pthread_mutex_unlock(&st->mu);
     hs->held = hs->held_tail = NULL;
     hs->held_bytes = 0;
@@ -68,7 +64,7 @@ static void hsess_send(void *ctx, const char *json, size_t len, const struct mcp
         return;
     }
     if (hs->kind == HS_WS) {
-        mcp_http__ws_send(hs, json, len);
+        mcp_http__ws_send(hs, json, len, route->kind);
         return;
     }
     kind = route->kind == MCP_ROUTE_RESPONSE ? MCP_ROUTE_SESSION /* never ends the stream */

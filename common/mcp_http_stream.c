@@ -209,12 +209,7 @@ void mcp_http__stream_init(struct hstream *st, struct mcp_http *h, struct mg_con
 
 void mcp_http__stream_destroy(struct hstream *st)
 {
-    while (st->head) {
-        struct qmsg *m = st->head;
-
-        st->head = m->next;
-        free(m);
-    }
+    mcp_http__queue_cleanup(&st->q);
     pthread_cond_destroy(&st->cond);
     pthread_mutex_destroy(&st->mu);
 }
@@ -330,8 +325,9 @@ struct qmsg *mcp_http__qmsg(const char *json, size_t len, enum mcp_route_kind ki
 
     if (!m)
         return NULL;
-    m->next = NULL;
+    m->next = m->newer = m->next_slot = NULL;
     m->kind = kind;
+    m->token_off = m->token_len = 0;
     m->len = len;
     if (len)
         memcpy(m->text, json, len);
@@ -361,22 +357,17 @@ void mcp_http__stream_deliver(struct hstream *st, const char *json, size_t len,
         free(m);
         return;
     }
-    if (st->queued + len > st->queue_max) {
+    /* A progress notification replaces one for its token that still waits: a flood of progress
+     * holds one message, and cannot push out the answer that follows it. */
+    if (mcp_http__queue_push(&st->q, m, st->queue_max) < 0) {
         log_warn("mcp-http: a stream's client is not reading (%zu bytes waiting); the stream is "
                  "closed",
-                 st->queued);
+                 st->q.bytes);
         st->dead = true;
         pthread_cond_broadcast(&st->cond);
         pthread_mutex_unlock(&st->mu);
-        free(m);
         return;
     }
-    if (st->tail)
-        st->tail->next = m;
-    else
-        st->head = m;
-    st->tail = m;
-    st->queued += len;
     pthread_cond_broadcast(&st->cond);
     pthread_mutex_unlock(&st->mu);
 }
@@ -465,7 +456,7 @@ void mcp_http__stream_run(struct mcp_http *h, struct hstream *st, bool long_live
     /* A request answered while it was handled (every quick tool) is over: no watching of its
      * connection (the embedder's watch may cost a scan of the open descriptors), no listing. */
     pthread_mutex_lock(&st->mu);
-    over = !long_lived && !st->head && (st->done || st->dead || st->session_ended);
+    over = !long_lived && !st->q.head && (st->done || st->dead || st->session_ended);
     pthread_mutex_unlock(&st->mu);
     if (over) { /* perhaps after a handler answered at length, inline (hsess_may_block) */
         stream_end(h, st);
@@ -480,12 +471,8 @@ void mcp_http__stream_run(struct mcp_http *h, struct hstream *st, bool long_live
         struct timespec ts;
         int64_t now;
 
-        if (st->head) {
-            m = st->head;
-            st->head = m->next;
-            if (!st->head)
-                st->tail = NULL;
-            st->queued -= m->len;
+        m = mcp_http__queue_pop(&st->q);
+        if (m) {
             if (m->kind == MCP_ROUTE_RESPONSE && !m->len && st->session_ended) {
                 /* Cancelled because its session ended (an inline handler's call): the end
                  * below says so. */

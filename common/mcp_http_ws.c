@@ -5,15 +5,15 @@
  * that thread (the reader) feeds the engine. Messages from other threads (a long call answering,
  * a broadcast) are queued and written by a thread of the connection's own, so that nobody
  * sending waits for a client that does not read; a queue that passes stream_queue_max closes the
- * connection (1008). A message the reader produces itself (the answer of a quick call) is written
- * at once when nothing waits or is being written, saving the hand-over to the writer; the reader
- * may block on its own client, which only delays that client's next frame.
- * Fragmented messages are put together up to body_max. A binary message (one frame or several)
- * is answered with one JSON-RPC error; a message too large closes the connection with 1009, and
- * a fragment out of place (a data frame inside a fragmented message, a continuation outside one)
- * with 1002. Each close frame is queued behind what is waiting for the client, so the error that
- * explains it arrives first, and nothing follows it. A client that closes the connection ends
- * the session, which cancels its calls. */
+ * connection (1008), progress replacing the waiting progress of its token (mcp_http_queue.c). A
+ * message the reader produces itself (the answer of a quick call) is written at once when nothing
+ * waits or is being written, saving the hand-over to the writer; the reader may block on its own
+ * client, which only delays that client's next frame. Fragmented messages are put together up to
+ * body_max. A binary message (one frame or several) is answered with one JSON-RPC error; a message
+ * too large closes the connection with 1009, and a fragment out of place (a data frame inside a
+ * fragmented message, a continuation outside one) with 1002. Each close frame is queued behind what
+ * is waiting for the client, so the error that explains it arrives first, and nothing follows it. A
+ * client that closes the connection ends the session, which cancels its calls. */
 #include "mcp_http_int.h"
 
 #include <stdint.h>
@@ -34,8 +34,7 @@ struct wsconn {
     struct mg_connection *conn;
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    struct qmsg *head, *tail;
-    size_t queued;
+    struct mqueue q;
     bool stop;       /* the connection is closing: the writer ends */
     bool overflow;   /* the client stopped reading: close at once, unflushed */
     bool closing;    /* a close frame is queued: nothing more is sent */
@@ -91,7 +90,7 @@ static void ws_write(struct wsconn *w, int opcode, const char *data, size_t len)
 /* True when the writer has something to do (w->mu held). */
 static bool writer_has_work(const struct wsconn *w)
 {
-    return w->stop || w->overflow || (!w->close_sent && (w->head || w->closing));
+    return w->stop || w->overflow || (!w->close_sent && (w->q.head || w->closing));
 }
 
 static void *writer_main(void *arg)
@@ -106,7 +105,7 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&w->cond, &w->mu);
         if (w->stop)
             break;
-        if (w->overflow || (w->closing && !w->head)) {
+        if (w->overflow || (w->closing && !w->q.head)) {
             /* An overflow closes at once: the client is not reading what waits. */
             char frame[sizeof(w->close_frame)];
             size_t len = w->close_len;
@@ -120,11 +119,7 @@ static void *writer_main(void *arg)
             pthread_cond_broadcast(&w->cond);
             continue;
         }
-        m = w->head;
-        w->head = m->next;
-        if (!w->head)
-            w->tail = NULL;
-        w->queued -= m->len;
+        m = mcp_http__queue_pop(&w->q);
         w->writing++;
         pthread_mutex_unlock(&w->mu);
         ws_write(w, MG_WEBSOCKET_OPCODE_TEXT, m->text, m->len);
@@ -140,7 +135,7 @@ static void *writer_main(void *arg)
  * of its messages is kept: an earlier one is either written or still queued). True when it did. */
 static bool reader_writes(struct wsconn *w, const char *json, size_t len)
 {
-    if (!pthread_equal(pthread_self(), w->reader) || w->head || w->writing)
+    if (!pthread_equal(pthread_self(), w->reader) || w->q.head || w->writing)
         return false;
     w->writing++;
     pthread_mutex_unlock(&w->mu);
@@ -152,7 +147,7 @@ static bool reader_writes(struct wsconn *w, const char *json, size_t len)
     return true;
 }
 
-void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
+void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len, enum mcp_route_kind kind)
 {
     struct wsconn *w = hs->ws;
     struct qmsg *m;
@@ -165,7 +160,7 @@ void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
         return;
     }
     pthread_mutex_unlock(&w->mu);
-    m = mcp_http__qmsg(json, len, MCP_ROUTE_RESPONSE);
+    m = mcp_http__qmsg(json, len, kind);
     if (!m)
         return;
     pthread_mutex_lock(&w->mu);
@@ -174,24 +169,18 @@ void mcp_http__ws_send(struct hsess *hs, const char *json, size_t len)
         free(m);
         return;
     }
-    if (w->queued + len > w->h->opt.stream_queue_max) {
+    /* A progress notification replaces one for its token that still waits (as on a stream). */
+    if (mcp_http__queue_push(&w->q, m, w->h->opt.stream_queue_max) < 0) {
         log_warn("mcp-http: a WebSocket client is not reading (%zu bytes waiting); closing it",
-                 w->queued);
+                 w->q.bytes);
         w->overflow = true;
         w->closing = true;
         memcpy(w->close_frame, "\x03\xf0too slow", 10); /* 1008 */
         w->close_len = 10;
         pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->mu);
-        free(m);
         return;
     }
-    if (w->tail)
-        w->tail->next = m;
-    else
-        w->head = m;
-    w->tail = m;
-    w->queued += len;
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->mu);
 }
@@ -202,12 +191,7 @@ void mcp_http__ws_free(void *arg)
 
     if (!w)
         return;
-    while (w->head) {
-        struct qmsg *m = w->head;
-
-        w->head = m->next;
-        free(m);
-    }
+    mcp_http__queue_cleanup(&w->q);
     free(w->frag);
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->mu);
@@ -296,7 +280,7 @@ static void refuse_frame(struct wsconn *w, const char *why)
     char *line = jsonrpc_build_error(NULL, MCP_INVALID_REQUEST, why, NULL);
 
     if (line) {
-        mcp_http__ws_send(w->hs, line, strlen(line));
+        mcp_http__ws_send(w->hs, line, strlen(line), MCP_ROUTE_RESPONSE);
         free(line);
     }
 }

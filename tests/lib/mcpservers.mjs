@@ -2,8 +2,9 @@
 // server (the SDK has a WebSocket client transport but no server one, so the transport is
 // here: one JSON-RPC message per text frame, subprotocol "mcp"), and the tools every test
 // server offers (echo, a slow call that reports progress and notices cancellation, a tool that
-// adds a tool, a huge answer).
+// adds a tool, a huge answer, a flood of progress before its answer).
 import { WebSocketServer } from 'ws';
+import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -68,6 +69,19 @@ export function testServer(name, events = {}) {
     async ({ why }) => ({ content: [{ type: 'text', text: `${name}: failed: ${why}` }], isError: true }));
   server.registerTool('huge', { description: 'Answers n megabytes', inputSchema: { mb: z.number() } },
     async ({ mb }) => ({ content: [{ type: 'text', text: 'x'.repeat(mb * 1024 * 1024) }] }));
+  // n progress notifications (1..n, each with a message of size bytes) as fast as the transport
+  // takes them, then the answer; with done, that file is created once all n are sent.
+  server.registerTool('flood', { description: 'Reports progress n times as fast as it can, then answers',
+    inputSchema: { n: z.number(), size: z.number().optional(), done: z.string().optional() } },
+    async ({ n, size = 0, done }, extra) => {
+      const token = extra._meta?.progressToken;
+      const message = 'p'.repeat(size);
+      for (let i = 1; token !== undefined && i <= n; i++)
+        await extra.sendNotification({ method: 'notifications/progress',
+          params: { progressToken: token, progress: i, total: n, message } });
+      if (done) writeFileSync(done, `${n}\n`);
+      return { content: [{ type: 'text', text: `${name}: flooded ${n}` }] };
+    });
   return server;
 }
 

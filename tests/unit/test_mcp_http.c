@@ -1,7 +1,7 @@
 /* tests/unit/test_mcp_http.c - the HTTP transport (runbox/mcp_http.h) through a real loopback
  * server (mcp_http_serve on a free port) and a raw HTTP/1.1 client, for the cases a real
  * client's timing found: the official conformance suite's SDK client deletes its session while
- * its GET stream is still open. */
+ * its GET stream is still open. And a client's queue (mcp_http_queue.c), which is pure. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
@@ -13,6 +13,8 @@
 
 #include "runbox/mcp.h"
 #include "runbox/mcp_http.h"
+
+#include "mcp_http_int.h" /* the queue's pure functions */
 
 static struct mcp_server *srv;
 static struct mcp_http_server *http;
@@ -318,6 +320,126 @@ START_TEST(test_mcp_http_cuts_a_stalled_head)
 }
 END_TEST
 
+/* ---- a client's queue (mcp_http_queue.c) ---- */
+
+static char *progress_text(const char *token, int value)
+{
+    static char buf[160];
+
+    snprintf(buf, sizeof(buf),
+             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+             "\"progressToken\":%s,\"progress\":%d}}",
+             token, value);
+    return buf;
+}
+
+static void push(struct mqueue *q, const char *text, enum mcp_route_kind kind)
+{
+    struct qmsg *m = mcp_http__qmsg(text, strlen(text), kind);
+
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(mcp_http__queue_push(q, m, (size_t)1 << 20), 0);
+}
+
+/* Pops the next message and checks its text. */
+static void pop_is(struct mqueue *q, const char *text)
+{
+    struct qmsg *m = mcp_http__queue_pop(q);
+
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(m->text, text);
+    free(m);
+}
+
+START_TEST(test_mcp_http_queue_finds_the_progress_token)
+{
+    static const struct {
+        const char *token; /* NULL: the text is no progress notification */
+        const char *text;
+    } rows[] = {
+        {"7", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+              "\"progressToken\":7,\"progress\":1}}"},
+        {"\"a\\\",b\"", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+                        "\"progressToken\":\"a\\\",b\",\"progress\":1}}"},
+        {NULL, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}"},
+        {NULL, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+               "\"progressToken\":\"cut"},
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        size_t off = 0, len = 0;
+        bool is = mcp_http__progress_token(rows[i].text, strlen(rows[i].text), &off, &len);
+
+        ck_assert_msg(is == (rows[i].token != NULL), "row %zu", i);
+        if (is)
+            ck_assert_msg(len == strlen(rows[i].token) &&
+                              memcmp(rows[i].text + off, rows[i].token, len) == 0,
+                          "row %zu: %.*s", i, (int)len, rows[i].text + off);
+    }
+}
+END_TEST
+
+/* A newer progress for a token takes the waiting one's place; other tokens, logs and answers
+ * keep theirs; once taken, the next progress of the token queues anew. */
+START_TEST(test_mcp_http_queue_coalesces_progress_in_place)
+{
+    static const char log_line[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}";
+    static const char answer[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+    struct mqueue q = {0};
+    char want[160];
+
+    push(&q, progress_text("1", 1), MCP_ROUTE_REQUEST);
+    push(&q, log_line, MCP_ROUTE_REQUEST);
+    push(&q, progress_text("\"b\"", 1), MCP_ROUTE_REQUEST);
+    for (int i = 2; i <= 1000; i++)
+        push(&q, progress_text("1", i), MCP_ROUTE_REQUEST);
+    push(&q, progress_text("\"b\"", 2), MCP_ROUTE_REQUEST);
+    push(&q, progress_text("1", 1001), MCP_ROUTE_SESSION); /* not routed as a request's */
+    push(&q, answer, MCP_ROUTE_RESPONSE);
+    ck_assert_uint_eq(q.nslots, 2);
+    snprintf(want, sizeof(want), "%s", progress_text("1", 1000));
+    ck_assert_uint_eq(q.bytes, strlen(want) + strlen(log_line) + strlen(progress_text("\"b\"", 2)) +
+                                   strlen(progress_text("1", 1001)) + strlen(answer));
+    pop_is(&q, want);
+    pop_is(&q, log_line);
+    snprintf(want, sizeof(want), "%s", progress_text("\"b\"", 2));
+    pop_is(&q, want);
+    ck_assert_uint_eq(q.nslots, 0);
+    push(&q, progress_text("1", 1002), MCP_ROUTE_REQUEST); /* after the answer: a new slot */
+    snprintf(want, sizeof(want), "%s", progress_text("1", 1001));
+    pop_is(&q, want);
+    pop_is(&q, answer);
+    snprintf(want, sizeof(want), "%s", progress_text("1", 1002));
+    pop_is(&q, want);
+    ck_assert_ptr_null(mcp_http__queue_pop(&q));
+    ck_assert_uint_eq(q.bytes, 0);
+    mcp_http__queue_cleanup(&q);
+}
+END_TEST
+
+/* The limit still holds for what cannot be coalesced; a refused message leaves q as it was. */
+START_TEST(test_mcp_http_queue_refuses_past_its_limit)
+{
+    struct mqueue q = {0};
+    const char *p = progress_text("9", 1);
+    size_t max = 2 * strlen(p);
+    struct qmsg *m;
+
+    for (int i = 0; i < 3; i++) {
+        m = mcp_http__qmsg(p, strlen(p), MCP_ROUTE_SESSION);
+        ck_assert_int_eq(mcp_http__queue_push(&q, m, max), i < 2 ? 0 : -1);
+    }
+    ck_assert_uint_eq(q.bytes, max);
+    p = progress_text("9", 2);
+    m = mcp_http__qmsg(p, strlen(p), MCP_ROUTE_REQUEST);
+    ck_assert_int_eq(mcp_http__queue_push(&q, m, max), -1);
+    ck_assert_uint_eq(q.bytes, max);
+    mcp_http__queue_cleanup(&q); /* frees what waits */
+    ck_assert_ptr_null(q.head);
+}
+END_TEST
+
 static Suite *mcp_http_suite(void)
 {
     Suite *suite = suite_create("mcp_http");
@@ -336,6 +458,11 @@ static Suite *mcp_http_suite(void)
     tcase_add_loop_test(tc, test_mcp_http_refuses_ambiguous_framing, 0,
                         (int)(sizeof(framing) / sizeof(framing[0])));
     tcase_add_test(tc, test_mcp_http_cuts_a_stalled_head);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("queue");
+    tcase_add_test(tc, test_mcp_http_queue_finds_the_progress_token);
+    tcase_add_test(tc, test_mcp_http_queue_coalesces_progress_in_place);
+    tcase_add_test(tc, test_mcp_http_queue_refuses_past_its_limit);
     suite_add_tcase(suite, tc);
     return suite;
 }
