@@ -35,6 +35,7 @@
 #include "egress.h"
 #include "errinfo.h"
 #include "events.h"
+#include "groupwatch.h"
 #include "hosttools.h"
 #include "log.h"
 #include "portfwd.h"
@@ -697,6 +698,12 @@ int main(int argc, char *argv[])
     status = drop_root(&cfg, v, &cg, &caches);
     if (status >= 0)
         goto out;
+    /* Now: one thread still, and the account the servers run as (groupwatch.h). */
+    if (groupwatch_start(&err) < 0) {
+        log_warn("runboxd: %s; a stdio server's children may outlive a runboxd killed with -9",
+                 err.msg);
+        err = (struct errinfo){0};
+    }
     /* The workers inherit this mask, so only sigwait() below sees the stop signals. */
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);

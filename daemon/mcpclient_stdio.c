@@ -4,13 +4,14 @@
  *
  * The child is started with threadstack_spawn (posix_spawn's way, sharing runboxd's memory
  * until it execs, but our own child code: it must ask for PR_SET_PDEATHSIG, so that a runboxd
- * killed with -9 takes its servers along) into a process group of its own, with the signals
- * runboxd blocks unblocked and SIGPIPE back to its default; a failure before exec reaches the
- * parent as an errno on a close-on-exec pipe. Its environment is runboxd's, less RUNBOX_TOKEN,
- * plus the config's "env". It is stopped the way the MCP spec asks: stdin closed, then SIGTERM
- * to its group, then SIGKILL. With "sandbox": true it runs under bubblewrap: the host's files
- * read-only, a private /tmp, no home directories, and no network unless the exec network
- * policy allows it. */
+ * killed with -9 takes its servers along) into a process group of its own, which it tells the
+ * watcher of groupwatch.h (PDEATHSIG does not reach what a wrapper such as sh -c or npx forks),
+ * with the signals runboxd blocks unblocked, SIGPIPE back to its default and no descriptor but
+ * 0, 1 and 2; a failure before exec reaches the parent as an errno on a close-on-exec pipe.
+ * Its environment is runboxd's, less RUNBOX_TOKEN, plus the config's "env". It is stopped the
+ * way the MCP spec asks: stdin closed, then SIGTERM to its group, then SIGKILL. With "sandbox":
+ * true it runs under bubblewrap: the host's files read-only, a private /tmp, no home
+ * directories, and no network unless the exec network policy allows it. */
 #include "mcpclient_int.h"
 
 #include <errno.h>
@@ -21,10 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "groupwatch.h"
 #include "log.h"
 #include "registry.h"
 #include "threadstack.h"
@@ -36,6 +39,10 @@ extern char **environ;
 #define KEEP_EDGE       1024 /* bytes of an oversized message's head and tail kept for its id */
 #define STOP_STDIN_MS   500  /* after stdin is closed, before SIGTERM */
 #define STOP_TERM_MS    1000 /* after SIGTERM, before SIGKILL */
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1u << 2) /* linux/close_range.h */
+#endif
 
 /* A growing line of stdout (or stderr), and what is kept of one too long to hold. */
 struct linebuf {
@@ -182,6 +189,23 @@ struct exec_args {
     pid_t parent;
 };
 
+/* Marks every descriptor above 2 close-on-exec: the server gets stdin, stdout and stderr only,
+ * not what runboxd's own parent left open without O_CLOEXEC (`exec 7>file; runboxd`), which
+ * bubblewrap too would pass on. Marked, not closed: the report pipe must work until execve.
+ * CLOSE_RANGE_CLOEXEC is Linux 5.11; before it, each descriptor under the limit is marked. */
+static int close_above_stdio(void)
+{
+    struct rlimit lim;
+
+    if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0)
+        return 0;
+    if (getrlimit(RLIMIT_NOFILE, &lim) < 0)
+        return -1;
+    for (rlim_t fd = 3; fd < lim.rlim_cur && fd < (1u << 20); fd++)
+        (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
 /* The child, in runboxd's memory until execve: system calls only (threadstack.h). Every signal
  * stays blocked until just before execve. */
 static int child_exec(void *arg)
@@ -190,11 +214,17 @@ static int child_exec(void *arg)
     sigset_t none;
     int e;
 
-    setpgid(0, 0);
+    if (setpgid(0, 0) < 0)
+        goto fail;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != x->parent)
         threadstack_child_exit(127);
+    /* Before execve, so that nothing the server starts is ever out of the watcher's sight;
+     * should runboxd die right now, the watcher still reads this, then kills the group. */
+    groupwatch_add(getpid());
     signal(SIGPIPE, SIG_DFL); /* this process's own table: no CLONE_SIGHAND */
     if (dup2(x->in, 0) < 0 || dup2(x->out, 1) < 0 || dup2(x->err, 2) < 0)
+        goto fail;
+    if (close_above_stdio() < 0)
         goto fail;
     if (x->cwd && chdir(x->cwd) < 0)
         goto fail;
@@ -265,6 +295,7 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
     while (n < 0 && errno == EINTR);
     if (n == (ssize_t)sizeof(e)) {
         waitpid(ch->pid, NULL, 0);
+        groupwatch_forget(ch->pid); /* it had started nothing */
         ch->pid = -1;
         errno = e;
         errinfo_sys(why, "cannot run \"%s\"%s%s", path, s->cwd ? " in " : "", s->cwd ? s->cwd : "");
@@ -488,6 +519,7 @@ static void stop_child(struct child *ch)
         }
     }
     kill(-ch->pid, SIGKILL); /* whatever the server left running in its group */
+    groupwatch_forget(ch->pid);
 }
 
 static void describe_exit(const struct child *ch, struct errinfo *why)

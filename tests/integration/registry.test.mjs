@@ -6,7 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync,
+         writeFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -684,6 +685,117 @@ test('runboxd killed with -9 takes its stdio servers along', async () => {
   const left = pids.filter(alive);
   for (const pid of left) process.kill(pid, 'SIGKILL');
   assert.deepEqual(left, [], 'no server outlives runboxd');
+});
+
+// The processes of pid's family as /proc shows them: its process group and every descendant
+// (a sandboxed server's sit in a session of bubblewrap's own). Zombies are left out: they are
+// gone, only not yet reaped.
+function family(pid) {
+  const procs = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(e)) continue;
+    let stat;
+    try { stat = readFileSync(`/proc/${e}/stat`, 'utf8'); } catch { continue; }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // state, ppid, pgrp, ...
+    if (f[0] !== 'Z') procs.push({ pid: Number(e), ppid: Number(f[1]), pgrp: Number(f[2]) });
+  }
+  const out = new Set(procs.some((p) => p.pid === pid) ? [pid] : []);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of procs) {
+      if (!out.has(p.pid) && (out.has(p.ppid) || p.pgrp === pid)) { out.add(p.pid); grew = true; }
+    }
+  }
+  return [...out];
+}
+
+function commOf(pid) {
+  try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; }
+}
+
+function isLive(pid) {
+  try { return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop()[0] !== 'Z'; } catch { return false; }
+}
+
+test('runboxd killed with -9 takes the whole process group of a wrapped server along, and a sandboxed one', async () => {
+  // The real server is a grandchild of runboxd, behind sh (as behind npx or uvx), and stays
+  // after its stdin ends; PR_SET_PDEATHSIG is not inherited across fork, so it alone does not
+  // end it. "; true" keeps sh from exec'ing node in its own place.
+  const node = process.execPath;
+  const wrapped = { command: 'sh', args: ['-c', `"${node}" "${testServerScript}" stdio wrapped; true`],
+                    env: { MCPSERVERS_LINGER: '1' } };
+  // Under bubblewrap (whose /tmp is private: an inline program rather than the test server),
+  // wrapped the same way; it never answers, and stays "connecting".
+  const idle = `"${node}" -e "setInterval(() => {}, 1 << 30)"; true`;
+  const boxed = { command: 'sh', args: ['-c', idle], sandbox: true, timeout_ms: 600000 };
+  const file = writeConfig('wrapped', { mcpServers: { wrapped, boxed } });
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', file] });
+  let pids;
+  try {
+    for (;;) {
+      const s = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((x) => [x.name, x]));
+      if (s.wrapped?.state === 'ready' && s.boxed?.pid) {
+        const fams = [family(s.wrapped.pid), family(s.boxed.pid)];
+        if (fams.every((f) => f.some((p) => commOf(p) === 'node'))) { pids = fams.flat(); break; }
+      }
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    assert.ok(pids.length >= 4, `sh and node, twice: ${pids}`);
+    process.kill(d.pid, 'SIGKILL');
+  } finally {
+    await d.stop();
+  }
+  const until = Date.now() + 10000;
+  while (pids.some(isLive) && Date.now() < until) await new Promise((res) => setTimeout(res, 25));
+  const left = pids.filter(isLive);
+  const described = left.map((p) => `${p} ${commOf(p)}`);
+  for (const pid of left) process.kill(pid, 'SIGKILL');
+  assert.deepEqual(described, [], 'no process of a server outlives runboxd');
+});
+
+test('a stdio server inherits no descriptor of runboxd beyond stdin, stdout and stderr; a graceful stop ends every process of it', async () => {
+  // An fd runboxd's parent left open without close-on-exec (as `exec 7>file; runboxd` does).
+  const leak = path.join(tmp, 'leaked-fd.txt');
+  const fd = openSync(leak, 'w');
+  const node = process.execPath;
+  const plain = { command: node, args: [testServerScript, 'stdio', 'plain'] };
+  const wrapped = { command: 'sh', args: ['-c', `"${node}" "${testServerScript}" stdio wrapped; true`] };
+  const idle = `"${node}" -e "setInterval(() => {}, 1 << 30)"; true`;
+  const boxed = { command: 'sh', args: ['-c', idle], sandbox: true, timeout_ms: 600000 };
+  const file = writeConfig('fds', { mcpServers: { plain, wrapped, boxed } });
+  let d, pids;
+  try {
+    d = await startDaemon({ workspace: ':memory:', args: ['--config', file], fds: [fd] });
+  } finally {
+    closeSync(fd);
+  }
+  const holders = (pid) => {
+    try {
+      return readdirSync(`/proc/${pid}/fd`).filter((n) => {
+        try { return readlinkSync(`/proc/${pid}/fd/${n}`) === leak; } catch { return false; }
+      }).map((n) => `${pid} ${commOf(pid)} fd ${n}`);
+    } catch { return []; }
+  };
+  try {
+    assert.notDeepEqual(holders(d.pid), [], 'runboxd itself has the descriptor');
+    for (;;) {
+      const s = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((x) => [x.name, x]));
+      if (s.plain?.state === 'ready' && s.wrapped?.state === 'ready' && s.boxed?.pid) {
+        const fams = [family(s.plain.pid), family(s.wrapped.pid), family(s.boxed.pid)];
+        if (fams.every((f) => f.some((p) => commOf(p) === 'node'))) { pids = fams.flat(); break; }
+      }
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    assert.deepEqual(pids.flatMap(holders), [], 'no server process holds it');
+  } finally {
+    await d.stop();
+  }
+  // The graceful stop ended each server's group (the sandboxed one's pid namespace with it).
+  const until = Date.now() + 10000;
+  while (pids.some(isLive) && Date.now() < until) await new Promise((res) => setTimeout(res, 25));
+  const left = pids.filter(isLive).map((p) => `${p} ${commOf(p)}`);
+  for (const p of pids.filter(isLive)) process.kill(p, 'SIGKILL');
+  assert.deepEqual(left, [], 'no process of a server outlives a graceful stop');
 });
 
 test('--mcp-parallel-starts 1: stdio servers start one after another, and one that hangs holds the rest back only briefly', async () => {

@@ -11,6 +11,8 @@
 // (ctest's per-test timeout bounds a hang), so a loaded machine or a sanitizer build is only
 // slower, never a failure.
 // token: the bearer token the helper's requests carry (default: env.RUNBOX_TOKEN).
+// fds: more of runboxd's descriptors, from 3 on (child_process's stdio entries: an open fd
+// number is inherited as it is, without close-on-exec).
 // Without a workspace, a fresh temporary directory is used (and removed by stop()).
 // XDG_CONFIG_HOME points at an empty temporary directory unless env sets it, so a config file
 // of the user running the tests never leaks in.
@@ -89,7 +91,7 @@ export function runRunboxd(args, { env = {}, until } = {}) {
   });
 }
 
-export async function startDaemon({ workspace, args = [], env = {}, token } = {}) {
+export async function startDaemon({ workspace, args = [], env = {}, token, fds = [] } = {}) {
   const bin = runboxdPath();
   const tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'runboxd-test-'));
   if (!workspace) workspace = path.join(tmpRoot, 'workspace');
@@ -104,7 +106,7 @@ export async function startDaemon({ workspace, args = [], env = {}, token } = {}
     own.push('--cache-dir', path.join(tmpRoot, 'cache'));
   }
   const child = spawn(bin, ['--port', '0', '--workspace', workspace, ...own, ...args],
-                      { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+                      { env: childEnv, stdio: ['ignore', 'pipe', 'pipe', ...fds] });
   let stderr = '';
   child.stderr.on('data', (c) => { stderr += c; });
 
