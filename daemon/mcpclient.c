@@ -48,6 +48,7 @@
 #include "log.h"
 #include "registry.h"
 #include "startgate.h"
+#include "utf8.h"
 
 #define READY_STABLE_MS 10000 /* ready this long: the next failure starts the back-off anew */
 /* ---- small helpers ---- */
@@ -272,12 +273,19 @@ void mcpclient__stderr_line(struct mcpclient *c, const char *line, size_t len)
     int64_t t = clocks_mono_ms();
     bool keep;
     uint64_t dropped = 0;
+    char shown[4096 + 1024]; /* a line cut at 4 KiB, with room for "${env:VAR}" */
+    size_t written = 0;
 
     while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
         len--;
+    /* The console and last_error (which quotes the last lines) show "${env:VAR}", not a token
+     * runboxd gave the server and the server prints (its arguments, its environment). */
+    utf8_sanitize(shown, 4096, line, len, false, &written); /* a NUL is U+FFFD: one string */
+    shown[written] = '\0';
+    registry_redact(c->spec, shown, sizeof(shown));
     pthread_mutex_lock(&c->mu);
     snprintf(c->stderr_tail[c->stderr_count++ % MCPCLIENT_STDERR_KEEP], sizeof(c->stderr_tail[0]),
-             "%.*s", (int)len, line);
+             "%.*s", (int)strlen(shown), shown);
     /* A token bucket: a flood of stderr cannot push everything else out of the console. */
     c->tokens += (double)(t - c->tokens_at) * MCPCLIENT_STDERR_RATE / 1000.0;
     if (c->tokens > MCPCLIENT_STDERR_RATE * 10)
@@ -298,8 +306,8 @@ void mcpclient__stderr_line(struct mcpclient *c, const char *line, size_t len)
         console_appendf(c->opt.console, CONSOLE_WARN, CONSOLE_SRC_DAEMON, 0,
                         "mcp %s: %" PRIu64 " lines of its stderr were not kept (over %d a second)",
                         c->spec->name, dropped, MCPCLIENT_STDERR_RATE);
-    console_append(c->opt.console, CONSOLE_WARN, CONSOLE_SRC_MCP, 0, c->spec->name, 0, line,
-                   len > 4096 ? 4096 : len);
+    console_append(c->opt.console, CONSOLE_WARN, CONSOLE_SRC_MCP, 0, c->spec->name, 0, shown,
+                   strlen(shown));
 }
 
 void mcpclient__set_pid(struct mcpclient *c, long pid)
@@ -397,6 +405,8 @@ static void connection_ended(struct mcpclient *c, const struct errinfo *why)
                      c->spec->name, why->msg, tail);
         else
             snprintf(c->last_error, sizeof(c->last_error), "%s: %s", c->spec->name, why->msg);
+        /* libcurl's, a resolver's or the server's own words may echo a token from ${env:}. */
+        registry_redact(c->spec, c->last_error, sizeof(c->last_error));
         c->last_error_at = clocks_wall_ms();
     }
     while (c->pending) {
@@ -818,12 +828,12 @@ cJSON *mcpclient_status_json(struct mcpclient *c)
     cJSON_AddStringToObject(o, "state", mcpclient_state_name(c->state));
     cJSON_AddStringToObject(o, "transport", transports[c->spec->transport]);
     if (c->spec->transport == REGISTRY_STDIO) {
-        cJSON_AddStringToObject(o, "command", c->spec->command ? c->spec->command : "");
+        cJSON_AddStringToObject(o, "command", c->spec->shown.command ? c->spec->shown.command : "");
         cJSON_AddBoolToObject(o, "sandbox", c->spec->sandbox);
         if (c->pid)
             cJSON_AddNumberToObject(o, "pid", (double)c->pid);
     } else {
-        cJSON_AddStringToObject(o, "url", c->spec->url ? c->spec->url : "");
+        cJSON_AddStringToObject(o, "url", c->spec->shown.url ? c->spec->shown.url : "");
     }
     cJSON_AddStringToObject(o, "prefix", c->spec->prefix ? c->spec->prefix : "");
     if (c->protocol[0])

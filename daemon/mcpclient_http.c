@@ -14,7 +14,9 @@
  * remembered for reconnections. A POST that fails (HTTP 4xx/5xx, an HTML page, a refused
  * connection) fails the request it carried with what happened; one whose connection could not
  * be made at all ends the connection, so the server is connected afresh after the back-off.
- * Only the headers the config names are sent to the server. */
+ * Only the headers the config names are sent to the server. Messages name the URL as the
+ * config file writes it (spec->shown.url) and go through registry_redact(), since libcurl's
+ * words may echo a host or path that came from ${env:VAR}. */
 #include "mcpclient_int.h"
 
 #include <errno.h>
@@ -108,6 +110,7 @@ static void end_conn(struct conn *k, enum errinfo_kind kind, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    registry_redact(k->spec, msg, sizeof(msg));
     errinfo_set(k->why, kind, "%s", msg);
     k->ended = true;
 }
@@ -476,16 +479,18 @@ static void unlink_xfer(struct conn *k, struct xfer *x)
 static void fail_request(struct conn *k, struct xfer *x, const char *what)
 {
     cJSON *msg, *e;
-    char *text;
+    char *text, shown[1024];
 
     if (!x->has_id)
         return;
+    snprintf(shown, sizeof(shown), "%s", what);
+    registry_redact(k->spec, shown, sizeof(shown));
     msg = cJSON_CreateObject();
     cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
     cJSON_AddNumberToObject(msg, "id", x->id);
     e = cJSON_AddObjectToObject(msg, "error");
     cJSON_AddNumberToObject(e, "code", -32000);
-    cJSON_AddStringToObject(e, "message", what);
+    cJSON_AddStringToObject(e, "message", shown);
     text = cJSON_PrintUnformatted(msg);
     cJSON_Delete(msg);
     if (text)
@@ -509,8 +514,8 @@ static void post_done(struct conn *k, struct xfer *x, CURLcode rc)
     bool html = strstr(x->ctype, "text/html") != NULL;
 
     if (rc != CURLE_OK) {
-        snprintf(what, sizeof(what), "%s could not be sent to %s: %s", x->method, k->spec->url,
-                 x->errbuf[0] ? x->errbuf : cu->easy_strerror(rc));
+        snprintf(what, sizeof(what), "%s could not be sent to %s: %s", x->method,
+                 k->spec->shown.url, x->errbuf[0] ? x->errbuf : cu->easy_strerror(rc));
         fail_request(k, x, what);
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
             rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR ||
@@ -526,7 +531,7 @@ static void post_done(struct conn *k, struct xfer *x, CURLcode rc)
     if ((x->status == 404 || x->status == 405) && strcmp(x->method, "initialize") == 0 &&
         k->spec->transport == REGISTRY_HTTP && !k->legacy_sse) {
         log_info("mcp %s: %s answered initialize with HTTP %ld: trying the legacy SSE transport",
-                 k->spec->name, k->spec->url, x->status);
+                 k->spec->name, k->spec->shown.url, x->status);
         k->fallback = true;
         return;
     }
@@ -540,9 +545,9 @@ static void post_done(struct conn *k, struct xfer *x, CURLcode rc)
             snprintf(what, sizeof(what),
                      "%s answered %s with an HTML page (HTTP %ld), not MCP: is the URL the "
                      "server's MCP endpoint?",
-                     k->spec->url, x->method, x->status);
+                     k->spec->shown.url, x->method, x->status);
         else
-            snprintf(what, sizeof(what), "%s answered %s with HTTP %ld: %s", k->spec->url,
+            snprintf(what, sizeof(what), "%s answered %s with HTTP %ld: %s", k->spec->shown.url,
                      x->method, x->status, ex[0] ? ex : "(no body)");
         /* A JSON-RPC error with the request's id is the server's own answer. */
         if (x->resp && strstr(x->ctype, "json") && strstr(x->resp, "\"error\"")) {
@@ -571,16 +576,16 @@ static void get_done(struct conn *k, struct xfer *x, CURLcode rc)
 
         body_excerpt(x, ex, sizeof(ex));
         if (rc != CURLE_OK)
-            end_conn(k, ERR_UNAVAILABLE, "the SSE stream of %s: %s", k->spec->url,
+            end_conn(k, ERR_UNAVAILABLE, "the SSE stream of %s: %s", k->spec->shown.url,
                      x->errbuf[0] ? x->errbuf : cu->easy_strerror(rc));
         else if (strstr(x->ctype, "text/html"))
             end_conn(k, ERR_UNAVAILABLE,
                      "%s answered with an HTML page (HTTP %ld), not an MCP SSE stream: is the "
                      "URL the server's SSE endpoint?",
-                     k->spec->url, x->status);
+                     k->spec->shown.url, x->status);
         else if (x->status >= 300)
             end_conn(k, ERR_UNAVAILABLE, "%s answered the SSE stream with HTTP %ld: %s",
-                     k->spec->url, x->status, ex[0] ? ex : "(no body)");
+                     k->spec->shown.url, x->status, ex[0] ? ex : "(no body)");
         else
             end_conn(k, ERR_UNAVAILABLE, "the server closed its SSE stream");
         return;

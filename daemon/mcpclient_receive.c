@@ -74,6 +74,7 @@ void mcpclient__complete_waiter_locked(struct pending *p, cJSON *result, const c
     if (error) {
         errinfo_set(&p->err, ERR_INVALID, "%s answered with an error: %.400s", p->c->spec->name,
                     cJSON_IsString(msg) ? msg->valuestring : "(no message)");
+        registry_redact(p->c->spec, p->err.msg, sizeof(p->err.msg));
         cJSON_Delete(result);
     } else {
         p->result = result;

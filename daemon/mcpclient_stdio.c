@@ -252,12 +252,13 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
     int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, rep[2] = {-1, -1};
     char *path = find_command(s->command, env_value(s, "PATH"));
     char **argv = NULL, **envp = NULL;
+    char shown[1024];
     int rc = -1, e = 0;
     ssize_t n;
 
     if (!path) {
         errinfo_set(why, ERR_NOT_FOUND, "command \"%.200s\" was not found (PATH: %.300s)",
-                    s->command, env_value(s, "PATH") ? env_value(s, "PATH") : "(unset)");
+                    s->shown.command, env_value(s, "PATH") ? env_value(s, "PATH") : "(unset)");
         return -1;
     }
     if (s->sandbox && !o->bwrap) {
@@ -269,7 +270,7 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
     envp = build_env(s);
     if (!argv || !envp || pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 ||
         pipe2(perr, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
-        errinfo_sys(why, "cannot start %s", s->command);
+        errinfo_sys(why, "cannot start %s", s->shown.command);
         goto out;
     }
     {
@@ -286,7 +287,7 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
         ch->pid = threadstack_spawn(child_exec, &x);
     }
     if (ch->pid < 0) {
-        errinfo_sys(why, "cannot start a process for %s", s->command);
+        errinfo_sys(why, "cannot start a process for %s", s->shown.command);
         goto out;
     }
     close_fd(&rep[1]);
@@ -298,7 +299,8 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
         groupwatch_forget(ch->pid); /* it had started nothing */
         ch->pid = -1;
         errno = e;
-        errinfo_sys(why, "cannot run \"%s\"%s%s", path, s->cwd ? " in " : "", s->cwd ? s->cwd : "");
+        errinfo_sys(why, "cannot run \"%s\"%s%s", path, s->cwd ? " in " : "",
+                    s->cwd ? s->shown.cwd : "");
         goto out;
     }
     ch->in = pin[1];
@@ -310,7 +312,9 @@ static int spawn(struct mcpclient *c, struct child *ch, struct errinfo *why)
     fcntl(ch->err, F_SETFL, O_NONBLOCK);
     ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
     mcpclient__set_pid(c, (long)ch->pid);
-    log_info("mcp %s: started %s (pid %ld)", s->name, path, (long)ch->pid);
+    snprintf(shown, sizeof(shown), "%s", path); /* the path found may come from ${env:} */
+    registry_redact(s, shown, sizeof(shown));
+    log_info("mcp %s: started %s (pid %ld)", s->name, shown, (long)ch->pid);
     rc = 0;
 out:
     close_fd(&pin[0]);

@@ -114,8 +114,9 @@ static int wait_fd(int fd, short events, int ms)
 
 /* ---- connecting ---- */
 
-/* ws[s]://host[:port]/path into w. */
-static int parse_url(struct ws *w, const char *url, struct errinfo *why)
+/* ws[s]://host[:port]/path into w; shown is the URL as the config file writes it, for the
+ * message. */
+static int parse_url(struct ws *w, const char *url, const char *shown, struct errinfo *why)
 {
     const char *p = url + (strncmp(url, "wss://", 6) == 0 ? 6 : 5), *end, *colon;
     size_t hl;
@@ -141,7 +142,7 @@ static int parse_url(struct ws *w, const char *url, struct errinfo *why)
     if (*end == '?')
         snprintf(w->path, sizeof(w->path), "/%s", end);
     if (!w->host[0] || w->port <= 0 || w->port > 65535) {
-        errinfo_set(why, ERR_INVALID, "cannot read the host and port of %.200s", url);
+        errinfo_set(why, ERR_INVALID, "cannot read the host and port of %.200s", shown);
         return -1;
     }
     return 0;
@@ -302,7 +303,7 @@ static int handshake(struct ws *w, const struct registry_spec *s, struct errinfo
             errinfo_set(why, ERR_UNAVAILABLE,
                         n == 0 ? "%s closed the connection during the WebSocket handshake"
                                : "%s did not answer the WebSocket handshake",
-                        s->url);
+                        s->shown.url);
             goto out;
         }
         hl++;
@@ -312,7 +313,7 @@ static int handshake(struct ws *w, const struct registry_spec *s, struct errinfo
     if (status != 101) {
         v = header_in(head, "Content-Type", &vlen);
         errinfo_set(why, ERR_UNAVAILABLE, "%s answered the WebSocket upgrade with HTTP %ld%s",
-                    s->url, status,
+                    s->shown.url, status,
                     v && vlen >= 9 && strncasecmp(v, "text/html", 9) == 0
                         ? " and an HTML page: is the URL the server's WebSocket endpoint?"
                         : "");
@@ -324,7 +325,7 @@ static int handshake(struct ws *w, const struct registry_spec *s, struct errinfo
     v = header_in(head, "Sec-WebSocket-Accept", &vlen);
     if (!accept || !v || vlen != strlen(accept) || strncmp(v, accept, vlen) != 0) {
         errinfo_set(why, ERR_UNAVAILABLE,
-                    "%s answered the upgrade without the right Sec-WebSocket-Accept", s->url);
+                    "%s answered the upgrade without the right Sec-WebSocket-Accept", s->shown.url);
         goto out;
     }
     rc = 0;
@@ -637,7 +638,7 @@ static void run(struct mcpclient *c, struct errinfo *why)
      * SHA-1 for the handshake. One that cannot stays down with the reason. */
     if (dynlib_load_ssl(why) < 0)
         return;
-    if (parse_url(&w, s->url, why) == 0 && tcp_connect(&w, s->timeout_ms, why) == 0 &&
+    if (parse_url(&w, s->url, s->shown.url, why) == 0 && tcp_connect(&w, s->timeout_ms, why) == 0 &&
         (!w.tls || tls_start(&w, s->timeout_ms, why) == 0) && handshake(&w, s, why) == 0)
         serve(&w, why);
     if (w.ssl) {

@@ -449,7 +449,7 @@ static void on_changed(void *arg, struct mcpclient *mc, unsigned what)
 static void check_command(struct registry_spec *s)
 {
     const char *path = getenv("PATH");
-    char full[4096];
+    char full[4096], msg[1024];
     bool found = false;
 
     if (s->error || s->transport != REGISTRY_STDIO || !s->command)
@@ -472,11 +472,15 @@ static void check_command(struct registry_spec *s)
                 p++;
         }
     }
-    if (!found)
-        s->error = strfmt_alloc("%s.command: \"%.200s\" was not found%s%.300s; install it or give "
-                                "its full path",
-                                s->where, s->command, strchr(s->command, '/') ? "" : " on PATH ",
-                                strchr(s->command, '/') ? "" : (path ? path : "(unset)"));
+    if (found)
+        return;
+    /* The command as written; a PATH from the entry's "env" may hold a ${env:VAR} value. */
+    snprintf(msg, sizeof(msg),
+             "%s.command: \"%.200s\" was not found%s%.300s; install it or give its full path",
+             s->where, s->shown.command, strchr(s->command, '/') ? "" : " on PATH ",
+             strchr(s->command, '/') ? "" : (path ? path : "(unset)"));
+    registry_redact(s, msg, sizeof(msg));
+    s->error = strdup(msg);
 }
 
 struct registry *registry_new(const struct registry_options *opt, struct errinfo *err)

@@ -37,6 +37,7 @@ struct tools_result;
 #define REGISTRY_NAME_WARN       45    /* longer names break Claude Code's mcp__runbox__ prefix */
 #define REGISTRY_SERVERS_MAX     64    /* servers one daemon connects */
 #define REGISTRY_TIMEOUT_DEFAULT 60000 /* ms a request may take (per server "timeout_ms") */
+#define REGISTRY_REDACT_MIN      4     /* shorter ${env:VAR} values are not taken out of messages */
 
 /* ---- the config: pure parsing (registry_config.c) ---- */
 
@@ -60,12 +61,21 @@ struct registry_spec {
     bool enabled;
     bool sandbox; /* stdio: run inside the exec sandbox with the exec network policy */
     int timeout_ms;
+    /* The transport's values with ${env:VAR} replaced: only for starting and connecting. A
+     * message, a log line or a state shows the "shown" text and goes through registry_redact(),
+     * never these (they may hold tokens). */
     char *command;                /* stdio */
     struct registry_strv args;    /* stdio */
     struct registry_strv env;     /* stdio: "NAME=value" */
     char *cwd;                    /* stdio, or NULL */
-    char *url;                    /* remote */
-    struct registry_strv headers; /* remote: "Name: value" */
+    char *url;                    /* remote; no space or control character */
+    struct registry_strv headers; /* remote: "Name: value", a token and no control character */
+    struct {
+        char *command, *cwd, *url; /* owned: as written in the file, ${env:VAR} not replaced */
+    } shown;
+    struct registry_strv secrets; /* "${env:VAR}value" (VAR has no '}') of each ${env:VAR}
+                                     replaced in the transport's keys whose value has
+                                     REGISTRY_REDACT_MIN bytes or more, the longest first */
     struct registry_strv allow;   /* "tools": only these, when has_allow */
     bool has_allow;               /* "tools" was given: [] serves no tool */
     struct registry_strv deny;    /* "disabled_tools" */
@@ -96,6 +106,13 @@ int registry_specs_add_text(struct registry_specs *specs, const char *path, cons
                             registry_getenv_fn getenv_fn, struct errinfo *err);
 
 void registry_specs_cleanup(struct registry_specs *specs);
+
+/* Pure: replaces, in the string in buf (size bytes), every value s took from ${env:VAR} for its
+ * transport with the text "${env:VAR}", so that a message about the server (an error of
+ * libcurl or of the server's stderr that echoes a host, a path or an argument) shows what the
+ * file says, not the token; so is the start of a value (REGISTRY_REDACT_MIN bytes or more) that
+ * ends the string, where a message was cut. What no longer fits in size is cut off. */
+void registry_redact(const struct registry_spec *s, char *buf, size_t size);
 
 /* Pure: the served form of a name part: [A-Za-z0-9_-] kept, anything else '_'; an empty result
  * is "_". Writes at most size-1 bytes into buf. */

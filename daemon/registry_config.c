@@ -2,6 +2,11 @@
  * Claude Desktop shape {"mcpServers": {name: entry}}, VS Code's {"servers": {...}}, and the list
  * form [{"name", "transport": {"type", ...}}], with ${env:VAR} in any string.
  *
+ * A value taken from ${env:VAR} is often a token: the transport's values keep their text as
+ * written beside the replaced one (registry_spec.shown), and the values taken are remembered so
+ * that registry_redact() can put "${env:VAR}" back into any message that echoes one. Checks
+ * that guard what goes upstream (a header's characters, the URL's) look at the replaced text.
+ *
  * Nothing here fails the daemon: an entry that cannot run is kept with its error, so that the
  * daemon starts with the rest, logs what it skipped, and lists the entry as failed in
  * /mcp-servers with the message that names the file and the key. Pure: no I/O. */
@@ -68,6 +73,7 @@ void registry_served_name(const char *prefix, const char *name, char *buf, size_
 struct ctx {
     struct registry_spec *s;
     registry_getenv_fn getenv_fn;
+    bool remember; /* the transport's keys: values taken from ${env:VAR} go into s->secrets */
 };
 
 static void set_error(struct registry_spec *s, const char *fmt, ...)
@@ -89,6 +95,85 @@ static void set_error(struct registry_spec *s, const char *fmt, ...)
 static const char *type_name(const cJSON *v)
 {
     return jsonrpc_type_name(v);
+}
+
+/* The value part of a secrets entry "${env:VAR}value" (VAR has no '}'). */
+static const char *secret_value(const char *entry)
+{
+    return strchr(entry, '}') + 1;
+}
+
+/* Keeps label ("${env:VAR}") and the value it was replaced with in s->secrets, the longest
+ * value first (so that a value inside a longer one is not taken out of it first). */
+static int remember(struct ctx *x, const char *label, size_t ll, const char *val, size_t vl)
+{
+    struct registry_strv *sv = &x->s->secrets;
+    char *entry, **grown;
+    size_t at = 0;
+
+    if (!x->remember || vl < REGISTRY_REDACT_MIN)
+        return 0;
+    entry = strfmt_alloc("%.*s%.*s", (int)ll, label, (int)vl, val);
+    if (!entry)
+        return -1;
+    for (size_t i = 0; i < sv->n; i++)
+        if (strcmp(sv->v[i], entry) == 0) {
+            free(entry);
+            return 0;
+        }
+    while (at < sv->n && strlen(secret_value(sv->v[at])) >= vl)
+        at++;
+    grown = realloc(sv->v, (sv->n + 1) * sizeof(*sv->v));
+    if (!grown) {
+        free(entry);
+        return -1;
+    }
+    sv->v = grown;
+    memmove(sv->v + at + 1, sv->v + at, (sv->n - at) * sizeof(*sv->v));
+    sv->v[at] = entry;
+    sv->n++;
+    return 0;
+}
+
+/* Replaces the n bytes at at, in the string in buf (size bytes), with text (tl bytes), cutting
+ * off what no longer fits; returns where the string goes on after text. */
+static char *splice(char *buf, size_t size, char *at, size_t n, const char *text, size_t tl)
+{
+    size_t room = size - 1 - (size_t)(at - buf), tail = strlen(at + n);
+
+    if (tl > room)
+        tl = room;
+    if (tail > room - tl)
+        tail = room - tl;
+    memmove(at + tl, at + n, tail);
+    memcpy(at, text, tl);
+    at[tl + tail] = '\0';
+    return at + tl;
+}
+
+void registry_redact(const struct registry_spec *s, char *buf, size_t size)
+{
+    if (!buf || !size)
+        return;
+    for (size_t i = 0; i < s->secrets.n; i++) {
+        const char *label = s->secrets.v[i], *val = secret_value(label);
+        size_t vl = strlen(val);
+        char *at = buf;
+
+        while ((at = strstr(at, val)) != NULL)
+            at = splice(buf, size, at, vl, label, (size_t)(val - label));
+    }
+    /* Then a message cut off in a value ends in the start of it. */
+    for (size_t i = 0; i < s->secrets.n; i++) {
+        const char *label = s->secrets.v[i], *val = secret_value(label);
+        size_t vl = strlen(val), len = strlen(buf);
+
+        for (size_t k = vl - 1 < len ? vl - 1 : len; k >= REGISTRY_REDACT_MIN; k--)
+            if (memcmp(buf + len - k, val, k) == 0) {
+                splice(buf, size, buf + len - k, k, label, (size_t)(val - label));
+                return;
+            }
+    }
 }
 
 /* An owned copy of text with every ${env:VAR} replaced; NULL with the spec's error set. */
@@ -126,6 +211,8 @@ static char *expand(struct ctx *x, const char *key, const char *text)
             return NULL;
         }
         vl = strnlen(val, ENV_VALUE_MAX);
+        if (remember(x, p, (size_t)(end + 1 - p), val, vl) < 0)
+            break;
         if (len + vl + 1 > cap) {
             char *grown = realloc(out, len + vl + cap);
 
@@ -212,11 +299,50 @@ static void get_strings(struct ctx *x, const cJSON *obj, const char *key, struct
     }
 }
 
+/* The text of key as written in the file, for messages, when its replaced value is there. */
+static char *get_shown(struct ctx *x, const cJSON *obj, const char *key, const char *value)
+{
+    char *copy;
+
+    if (!value)
+        return NULL;
+    copy = strdup(cJSON_GetObjectItemCaseSensitive(obj, key)->valuestring);
+    if (!copy)
+        set_error(x->s, ": out of memory");
+    return copy;
+}
+
+/* RFC 9110's token: what a header's name may be. */
+static bool is_token(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *s)))
+            return false;
+    return true;
+}
+
+/* True when s has a control character (CR, LF, DEL...), a tab unless tab, or a space unless
+ * space: what would end a header line or a request line early. */
+static bool has_control(const char *s, bool tab, bool space)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch == 0x7f || (ch < 0x20 && !(tab && ch == '\t')) || (ch == ' ' && !space))
+            return true;
+    }
+    return false;
+}
+
 /* An object of strings ("env" as NAME=value, "headers" as "Name: value"). */
 static void get_pairs(struct ctx *x, const cJSON *obj, const char *key, const char *sep,
                       struct registry_strv *sv)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key), *e;
+    bool env = sep[0] == '=';
 
     if (!v)
         return;
@@ -234,12 +360,27 @@ static void get_pairs(struct ctx *x, const cJSON *obj, const char *key, const ch
             set_error(x->s, ".%s: expected a string, got %s", sub, type_name(e));
             return;
         }
-        if (!e->string[0] || strpbrk(e->string, sep[0] == '=' ? "=" : ":\r\n") ||
-            strpbrk(e->valuestring, "\r\n")) {
-            set_error(x->s, ".%s: not a usable %s", sub, sep[0] == '=' ? "variable" : "header");
+        if (env && (!e->string[0] || strchr(e->string, '=') || strpbrk(e->valuestring, "\r\n"))) {
+            set_error(x->s, ".%s: not a usable variable", sub);
+            return;
+        }
+        if (!env && !is_token(e->string)) {
+            set_error(x->s,
+                      ".%s: not a usable header name (letters, digits and !#$%%&'*+-.^_`|~ "
+                      "only)",
+                      sub);
             return;
         }
         val = expand(x, sub, e->valuestring);
+        /* Checked once replaced: a CR LF from ${env:VAR} would start a header of its own. */
+        if (val && !env && has_control(val, true, true)) {
+            set_error(x->s,
+                      ".%s: not a usable header value: it holds a line break or control "
+                      "character (${env:VAR} replaced), which a header cannot carry",
+                      sub);
+            free(val);
+            return;
+        }
         if (!val || strv_push(sv, strfmt_alloc("%s%s%s", e->string, sep, val)) < 0) {
             free(val);
             return;
@@ -276,10 +417,13 @@ static void parse_transport(struct ctx *x, const cJSON *obj, const char *type_ke
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(obj, "type");
 
     s->command = get_string(x, obj, "command", true);
+    s->shown.command = get_shown(x, obj, "command", s->command);
     get_strings(x, obj, "args", &s->args);
     get_pairs(x, obj, "env", "=", &s->env);
     s->cwd = get_string(x, obj, "cwd", true);
+    s->shown.cwd = get_shown(x, obj, "cwd", s->cwd);
     s->url = get_string(x, obj, "url", true);
+    s->shown.url = get_shown(x, obj, "url", s->url);
     get_pairs(x, obj, "headers", ": ", &s->headers);
     if (type && !cJSON_IsString(type)) {
         set_error(s, ".%s: expected a string, got %s", type_key, type_name(type));
@@ -300,7 +444,10 @@ static void parse_transport(struct ctx *x, const cJSON *obj, const char *type_ke
     }
     if (s->error)
         return;
-    if (s->transport == REGISTRY_STDIO && !s->command)
+    if (s->url && has_control(s->url, false, false))
+        set_error(s, ".url: holds a space, line break or control character (${env:VAR} "
+                     "replaced); write a space as %%20");
+    else if (s->transport == REGISTRY_STDIO && !s->command)
         set_error(s, ": needs \"command\" (a stdio server) or \"url\" (a remote one)");
     else if (s->transport != REGISTRY_STDIO && !s->url)
         set_error(s, ": type %s needs \"url\"", type->valuestring);
@@ -411,6 +558,7 @@ static int add_entry(struct registry_specs *specs, const char *path, const char 
         set_error(s, ": expected an object, got %s", type_name(entry));
         return 0;
     }
+    x.remember = true;
     if (list_form) {
         transport = cJSON_GetObjectItemCaseSensitive(entry, "transport");
         if (!cJSON_IsObject(transport)) {
@@ -424,6 +572,7 @@ static int add_entry(struct registry_specs *specs, const char *path, const char 
     } else {
         parse_transport(&x, entry, "type");
     }
+    x.remember = false; /* a prefix or a tool name from ${env:VAR} is shown by design */
     parse_common(&x, entry);
     return s->prefix ? 0 : -1;
 }
@@ -521,6 +670,12 @@ void registry_specs_cleanup(struct registry_specs *specs)
         for (size_t k = 0; k < s->headers.n; k++)
             memset(s->headers.v[k], 0, strlen(s->headers.v[k]));
         strv_free(&s->headers);
+        free(s->shown.command);
+        free(s->shown.cwd);
+        free(s->shown.url);
+        for (size_t k = 0; k < s->secrets.n; k++)
+            memset(s->secrets.v[k], 0, strlen(s->secrets.v[k]));
+        strv_free(&s->secrets);
         strv_free(&s->allow);
         strv_free(&s->deny);
         free(s->error);

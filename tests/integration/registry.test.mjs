@@ -661,6 +661,108 @@ test('bad config entries are errors naming the file and the key; the daemon star
   }
 });
 
+test('a secret from ${env:} never shows: not in /mcp-servers, mcp_servers, /health or the log', async () => {
+  const secret = 's3cret-registry-tok-4821';
+  const refused = await freePort();
+  // A server that prints its arguments (the token among them) to stderr and exits: its last
+  // stderr lines are part of last_error.
+  const echoArgs = 'console.error("args: " + process.argv.slice(1).join(" ")); process.exit(3)';
+  const file = writeConfig('secret', { mcpServers: {
+    url: { url: `http://127.0.0.1:${refused}/mcp?api_key=\${env:SECRET_TOK}`,
+           headers: { Authorization: 'Bearer ${env:SECRET_TOK}' } },
+    sse: { url: `http://127.0.0.1:${refused}/sse?api_key=\${env:SECRET_TOK}`, type: 'sse' },
+    wsurl: { url: `ws://127.0.0.1:${refused}/mcp?api_key=\${env:SECRET_TOK}` },
+    nocmd: { command: 'no-such-command-registry-secret', args: ['--token', '${env:SECRET_TOK}'] },
+    cmdpath: { command: '/no-such-dir/${env:SECRET_TOK}/server', args: ['--token', '${env:SECRET_TOK}'] },
+    nodir: { command: process.execPath, args: ['-e', '0', '${env:SECRET_TOK}'], cwd: '/no-such-dir/${env:SECRET_TOK}' },
+    echo: { command: process.execPath, args: ['-e', echoArgs, '--', '--token', '${env:SECRET_TOK}'],
+            env: { TOKEN: '${env:SECRET_TOK}' } },
+  } });
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', file],
+                                env: { SECRET_TOK: secret, RUNBOX_LOG: 'debug' } });
+  try {
+    let by;
+    for (;;) {
+      by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name, s]));
+      if (['url', 'sse', 'wsurl', 'nodir', 'echo'].every((n) => by[n]?.last_error) &&
+          /stderr lines/.test(by.echo.last_error)) break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    // Shown as written in the file.
+    assert.equal(by.url.url, `http://127.0.0.1:${refused}/mcp?api_key=\${env:SECRET_TOK}`);
+    assert.match(by.url.last_error, /^url: \S+ could not be sent to http:\/\/127\.0\.0\.1:\d+\/mcp\?api_key=\$\{env:SECRET_TOK\}: /);
+    assert.equal(by.wsurl.url, `ws://127.0.0.1:${refused}/mcp?api_key=\${env:SECRET_TOK}`);
+    assert.equal(by.cmdpath.command, '/no-such-dir/${env:SECRET_TOK}/server');
+    assert.match(by.cmdpath.config_error, /mcpServers\.cmdpath\.command: "\/no-such-dir\/\$\{env:SECRET_TOK\}\/server" was not found/);
+    assert.match(by.nocmd.config_error, /mcpServers\.nocmd\.command: "no-such-command-registry-secret" was not found/);
+    assert.match(by.nodir.last_error, /^nodir: cannot run "[^"]*node" in \/no-such-dir\/\$\{env:SECRET_TOK\}: No such file or directory/);
+    assert.match(by.echo.last_error, /its last stderr lines: .*--token \$\{env:SECRET_TOK\}/);
+    const shown = {
+      '/mcp-servers': JSON.stringify((await d.get('/mcp-servers')).body),
+      mcp_servers: JSON.stringify((await d.call('mcp_servers', {})).body),
+      '/health': JSON.stringify((await d.get('/health')).body),
+      'a call of a failed server': JSON.stringify((await d.call('url/echo', {})).body),
+      // The server's stderr lines in the console, as in last_error.
+      console_logs: JSON.stringify((await d.call('console_logs', { source: 'mcp', limit: 1000 })).body),
+    };
+    assert.match(shown.console_logs, /args: .*--token \$\{env:SECRET_TOK\}/);
+    for (const [where, text] of Object.entries(shown))
+      assert.ok(!text.includes(secret), `${where} shows the secret: ${text}`);
+    assert.match(d.stderr(), /\$\{env:SECRET_TOK\}/, 'the log names the variable');
+    assert.ok(!d.stderr().includes(secret), `runboxd's log shows the secret:\n${d.stderr()}`);
+  } finally {
+    await d.stop();
+  }
+});
+
+test('a header or URL that holds a line break once ${env:} is replaced is a config error, never sent', async () => {
+  const seen = [];
+  const upstream = (await import('node:http')).createServer((req, res) => {
+    seen.push(req.headers);
+    res.writeHead(404);
+    res.end();
+  });
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${upstream.address().port}/mcp`;
+  const file = writeConfig('inject', { mcpServers: {
+    inj: { url: base, headers: { 'X-Inj': '${env:INJ}' } },
+    injws: { url: `ws://127.0.0.1:${upstream.address().port}/`, headers: { 'X-Inj': '${env:INJ}' } },
+    ctl: { url: base, headers: { 'X-Ctl': 'a${env:CTL}b' } },
+    badname: { url: base, headers: { 'X Bad': 'v' } },
+    injurl: { url: `${base}\${env:INJ}` },
+    spaceurl: { url: `${base}?q=\${env:SPACE}` },
+    fine: { command: process.execPath, args: [testServerScript, 'stdio', 'fine'] },
+  } });
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', file],
+                                env: { INJ: 'a\r\nX-Evil: injected', CTL: '\x01', SPACE: 'a b' } });
+  try {
+    let by;
+    for (;;) {
+      by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name, s]));
+      if (by.fine?.state === 'ready') break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    const where = file.replace(/[.]/g, '\\.');
+    for (const [name, key] of [['inj', 'headers.X-Inj'], ['injws', 'headers.X-Inj'], ['ctl', 'headers.X-Ctl']]) {
+      assert.equal(by[name].state, 'failed', name);
+      assert.match(by[name].config_error, new RegExp(`^${where}: mcpServers\\.${name}\\.${key.replace('.', '\\.')}: ` +
+                                                     'not a usable header value: .*line break or control character'));
+    }
+    assert.match(by.badname.config_error, /mcpServers\.badname\.headers\.X Bad: not a usable header name/);
+    assert.match(by.injurl.config_error, new RegExp(`^${where}: mcpServers\\.injurl\\.url: .*space, line break or control character`));
+    assert.match(by.spaceurl.config_error, /mcpServers\.spaceurl\.url: .*space, line break or control character/);
+    for (const n of ['inj', 'injws', 'ctl', 'injurl', 'spaceurl'])
+      assert.ok(!by[n].config_error.includes('X-Evil') && !by[n].config_error.includes('a b'), by[n].config_error);
+    assert.match(d.stderr(), /mcpServers\.inj\.headers\.X-Inj: .*the server is skipped/);
+    // Give a server that had been started a moment to connect: none was.
+    await new Promise((res) => setTimeout(res, 300));
+    assert.deepEqual(seen.filter((h) => 'x-evil' in h || 'x-inj' in h), []);
+  } finally {
+    await d.stop();
+    upstream.close();
+  }
+});
+
 test('runboxd killed with -9 takes its stdio servers along', async () => {
   // Servers that stay after their stdin ends: only the death signal runboxd's children ask for
   // (PR_SET_PDEATHSIG) ends them.

@@ -1,6 +1,7 @@
 /* tests/unit/test_registry.c - the registry's config shapes and names (registry_config.c):
  * every shape a user brings, ${env:VAR}, and each bad entry kept with an error that names the
- * file and the key while the others are read. Pure: no server is started. */
+ * file and the key while the others are read; what a message may show of a value taken from
+ * ${env:VAR} (registry_redact). Pure: no server is started. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,22 @@ static const char *fake_env(const char *name)
         return "ghp_secret";
     if (strcmp(name, "EMPTY") == 0)
         return "";
+    if (strcmp(name, "INJ") == 0)
+        return "a\r\nX-Evil: injected";
+    if (strcmp(name, "CTL") == 0)
+        return "\x01";
+    if (strcmp(name, "SPACE") == 0)
+        return "a b";
+    if (strcmp(name, "TAB") == 0)
+        return "a\tb";
+    if (strcmp(name, "TOK") == 0)
+        return "s3cret";
+    if (strcmp(name, "TOK_LONG") == 0)
+        return "s3cret-and-more";
+    if (strcmp(name, "HOST") == 0)
+        return "internal.example";
+    if (strcmp(name, "ONE") == 0)
+        return "1";
     return NULL;
 }
 
@@ -146,7 +163,27 @@ static const struct {
     {"{\"url\": \"http://h/\", \"sandbox\": true}",
      "/b.json: mcpServers.x.sandbox: only a stdio server runs in the sandbox"},
     {"{\"url\": \"http://h/\", \"headers\": {\"X\": \"a\\r\\nInjected: 1\"}}",
-     "/b.json: mcpServers.x.headers.X: not a usable header"},
+     "/b.json: mcpServers.x.headers.X: not a usable header value: it holds a line break or "
+     "control character (${env:VAR} replaced), which a header cannot carry"},
+    /* Checked once ${env:VAR} is replaced: the raw text is clean, the value is not. */
+    {"{\"url\": \"http://h/\", \"headers\": {\"X-Inj\": \"${env:INJ}\"}}",
+     "/b.json: mcpServers.x.headers.X-Inj: not a usable header value: it holds a line break or "
+     "control character (${env:VAR} replaced), which a header cannot carry"},
+    {"{\"url\": \"ws://h/\", \"headers\": {\"X\": \"Bearer ${env:CTL}\"}}",
+     "/b.json: mcpServers.x.headers.X: not a usable header value: it holds a line break or "
+     "control character (${env:VAR} replaced), which a header cannot carry"},
+    {"{\"url\": \"http://h/\", \"headers\": {\"X Bad\": \"v\"}}",
+     "/b.json: mcpServers.x.headers.X Bad: not a usable header name (letters, digits and "
+     "!#$%&'*+-.^_`|~ only)"},
+    {"{\"url\": \"http://h/\", \"headers\": {\"X:Y\": \"v\"}}",
+     "/b.json: mcpServers.x.headers.X:Y: not a usable header name (letters, digits and "
+     "!#$%&'*+-.^_`|~ only)"},
+    {"{\"url\": \"http://h/mcp${env:INJ}\"}",
+     "/b.json: mcpServers.x.url: holds a space, line break or control character (${env:VAR} "
+     "replaced); write a space as %20"},
+    {"{\"url\": \"ws://h/?q=${env:SPACE}\"}",
+     "/b.json: mcpServers.x.url: holds a space, line break or control character (${env:VAR} "
+     "replaced); write a space as %20"},
     {"\"npx server\"", "/b.json: mcpServers.x: expected an object, got string"},
 };
 
@@ -161,6 +198,15 @@ START_TEST(test_registry_keeps_a_bad_entry_with_its_error_and_reads_the_rest)
     ck_assert_ptr_nonnull(named("x")->error);
     ck_assert_str_eq(named("x")->error, bad[_i].error);
     ck_assert_ptr_null(named("ok")->error);
+}
+END_TEST
+
+START_TEST(test_registry_a_header_value_may_hold_a_tab)
+{
+    add_text("/t.json", "{\"mcpServers\": {\"x\": {\"url\": \"http://h/\", \"headers\": "
+                        "{\"X\": \"${env:TAB}\"}}}}");
+    ck_assert_ptr_null(named("x")->error);
+    ck_assert_str_eq(named("x")->headers.v[0], "X: a\tb");
 }
 END_TEST
 
@@ -185,6 +231,69 @@ START_TEST(test_registry_a_file_that_is_not_a_config_is_one_failed_entry)
                   specs.v[0].error);
     ck_assert_str_eq(specs.v[1].error, "/other.json: has no \"mcpServers\" or \"servers\" object; "
                                        "no server was read from it");
+}
+END_TEST
+
+/* What messages may show: the text as written, and registry_redact() for words that echo a value
+ * (libcurl's host, a server's stderr). */
+START_TEST(test_registry_keeps_the_text_as_written_for_messages)
+{
+    const struct registry_spec *r, *c;
+
+    add_text("/s.json",
+             "{\"mcpServers\": {"
+             "\"r\": {\"url\": \"https://${env:HOST}/mcp?api_key=${env:TOK}\", \"headers\": "
+             "{\"Authorization\": \"Bearer ${env:TOK_LONG}\"}, \"prefix\": \"p${env:TOK}\"},"
+             "\"c\": {\"command\": \"/opt/${env:TOK}/srv\", \"args\": [\"--n\", \"${env:ONE}\"], "
+             "\"cwd\": \"/srv/${env:TOK}\"}}}");
+    r = named("r");
+    ck_assert_ptr_null(r->error);
+    ck_assert_str_eq(r->url, "https://internal.example/mcp?api_key=s3cret");
+    ck_assert_str_eq(r->shown.url, "https://${env:HOST}/mcp?api_key=${env:TOK}");
+    ck_assert_ptr_null(r->shown.command);
+    /* The longest first; the prefix (shown by design) is not remembered. */
+    ck_assert_uint_eq(r->secrets.n, 3);
+    ck_assert_str_eq(r->secrets.v[0], "${env:HOST}internal.example");
+    ck_assert_str_eq(r->secrets.v[1], "${env:TOK_LONG}s3cret-and-more");
+    ck_assert_str_eq(r->secrets.v[2], "${env:TOK}s3cret");
+    c = named("c");
+    ck_assert_str_eq(c->command, "/opt/s3cret/srv");
+    ck_assert_str_eq(c->shown.command, "/opt/${env:TOK}/srv");
+    ck_assert_str_eq(c->shown.cwd, "/srv/${env:TOK}");
+    ck_assert_uint_eq(c->secrets.n, 1); /* once, and "1" is too short to be a secret */
+}
+END_TEST
+
+static const struct {
+    const char *in, *out;
+    size_t size;
+} redacted[] = {
+    {"Could not resolve host: internal.example", "Could not resolve host: ${env:HOST}", 256},
+    {"token s3cret-and-more, again s3cret-and-more; s3cret",
+     "token ${env:TOK_LONG}, again ${env:TOK_LONG}; ${env:TOK}", 256},
+    {"port 1 of 1", "port 1 of 1", 256},
+    {"no secret here", "no secret here", 256},
+    /* Too long once replaced: cut, and no part of the value is left. */
+    {"ab s3cret cd", "ab ${env:", 10},
+    {"s3cret", "${env:TOK}", 11},
+    {"s3cret", "${env:TO", 9},
+    /* Cut before the whole value: its start is taken out too, down to REGISTRY_REDACT_MIN. */
+    {"Could not resolve host: internal.exa", "Could not resolve host: ${env:HOST}", 256},
+    {"host inte", "host ${env:HOST}", 256},
+    {"abc s3c", "abc s3c", 256},
+};
+
+START_TEST(test_registry_redact_puts_the_variable_back)
+{
+    char buf[256];
+
+    add_text(
+        "/s.json",
+        "{\"mcpServers\": {\"r\": {\"url\": \"https://${env:HOST}/?k=${env:TOK}&o=${env:ONE}\", "
+        "\"headers\": {\"A\": \"${env:TOK_LONG}\"}}}}");
+    snprintf(buf, sizeof(buf), "%s", redacted[_i].in);
+    registry_redact(named("r"), buf, redacted[_i].size);
+    ck_assert_str_eq(buf, redacted[_i].out);
 }
 END_TEST
 
@@ -217,7 +326,7 @@ static Suite *registry_suite(void)
 {
     Suite *s = suite_create("registry");
     TCase *shapes = tcase_create("shapes"), *errors = tcase_create("errors");
-    TCase *names = tcase_create("names");
+    TCase *names = tcase_create("names"), *shown = tcase_create("shown");
 
     tcase_add_checked_fixture(shapes, setup, teardown);
     tcase_add_checked_fixture(errors, setup, teardown);
@@ -228,9 +337,15 @@ static Suite *registry_suite(void)
                         0, sizeof(bad) / sizeof(bad[0]));
     tcase_add_test(errors, test_registry_a_second_server_of_one_name_is_an_error);
     tcase_add_test(errors, test_registry_a_file_that_is_not_a_config_is_one_failed_entry);
+    tcase_add_test(errors, test_registry_a_header_value_may_hold_a_tab);
+    tcase_add_checked_fixture(shown, setup, teardown);
+    tcase_add_test(shown, test_registry_keeps_the_text_as_written_for_messages);
+    tcase_add_loop_test(shown, test_registry_redact_puts_the_variable_back, 0,
+                        sizeof(redacted) / sizeof(redacted[0]));
     tcase_add_test(names, test_registry_served_names_fit_the_strictest_clients);
     suite_add_tcase(s, shapes);
     suite_add_tcase(s, errors);
+    suite_add_tcase(s, shown);
     suite_add_tcase(s, names);
     return s;
 }
