@@ -36,7 +36,6 @@ extern char **environ;
 
 #define READ_CHUNK      (64u << 10)
 #define STDERR_LINE_MAX 4096
-#define KEEP_EDGE       1024 /* bytes of an oversized message's head and tail kept for its id */
 #define STOP_STDIN_MS   500  /* after stdin is closed, before SIGTERM */
 #define STOP_TERM_MS    1000 /* after SIGTERM, before SIGKILL */
 
@@ -50,8 +49,7 @@ struct linebuf {
     size_t len, cap, max;
     bool discarding; /* the line is over max: only its size, head and tail are kept */
     size_t dropped;
-    char head[KEEP_EDGE], tail[KEEP_EDGE];
-    size_t head_len, tail_len;
+    struct mcpclient_edges edges; /* of a line too long to hold: where its id may be */
 };
 
 struct child {
@@ -345,11 +343,13 @@ static void line_end(struct mcpclient *c, struct linebuf *b, enum line_kind kind
 
     if (b->discarding) {
         if (kind == LINE_OUT_LENT)
-            mcpclient__oversized_lent(c, b->dropped, b->head, b->head_len, b->tail, b->tail_len);
+            mcpclient__oversized_lent(c, b->dropped, b->edges.head, b->edges.head_len,
+                                      b->edges.tail, b->edges.tail_len);
         else if (is_out)
-            mcpclient__oversized(c, b->dropped, b->head, b->head_len, b->tail, b->tail_len);
+            mcpclient__oversized(c, b->dropped, b->edges.head, b->edges.head_len, b->edges.tail,
+                                 b->edges.tail_len);
         else
-            mcpclient__stderr_line(c, b->head, b->head_len);
+            mcpclient__stderr_line(c, b->edges.head, b->edges.head_len);
     } else if (is_out) {
         size_t n = b->len;
 
@@ -364,7 +364,7 @@ static void line_end(struct mcpclient *c, struct linebuf *b, enum line_kind kind
     }
     b->len = 0;
     b->discarding = false;
-    b->dropped = b->head_len = b->tail_len = 0;
+    b->dropped = b->edges.head_len = b->edges.tail_len = 0;
 }
 
 /* Appends part of a line; past b->max the line is only counted (head and tail kept). */
@@ -373,22 +373,12 @@ static int line_add(struct linebuf *b, const char *p, size_t n)
     if (!b->discarding && b->len + n > b->max) {
         b->discarding = true;
         b->dropped = b->len;
-        b->head_len = b->len < KEEP_EDGE ? b->len : KEEP_EDGE;
-        memcpy(b->head, b->data, b->head_len);
+        mcpclient__edges_add(&b->edges, b->data ? b->data : "", b->len);
         b->len = 0;
     }
     if (b->discarding) {
         b->dropped += n;
-        if (n >= KEEP_EDGE) {
-            memcpy(b->tail, p + n - KEEP_EDGE, KEEP_EDGE);
-            b->tail_len = KEEP_EDGE;
-        } else {
-            size_t keep = b->tail_len + n > KEEP_EDGE ? KEEP_EDGE - n : b->tail_len;
-
-            memmove(b->tail, b->tail + b->tail_len - keep, keep);
-            memcpy(b->tail + keep, p, n);
-            b->tail_len = keep + n;
-        }
+        mcpclient__edges_add(&b->edges, p, n);
         return 0;
     }
     if (b->len + n + 1 > b->cap) {
