@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "errinfo.h"
@@ -27,6 +28,7 @@
 /* runboxd's end, or -1 without a watcher. Written once by groupwatch_start(), before any
  * thread exists; only read after. */
 static int watch_fd = -1;
+static pid_t watcher_pid = -1;
 
 /* The watcher: only its end of the socket (as fd 3) and stderr stay open, so it holds nothing
  * of runboxd's or of runboxd's parent; stdin and stdout are /dev/null. */
@@ -112,7 +114,27 @@ int groupwatch_start(struct errinfo *err)
     }
     close(sv[1]);
     watch_fd = sv[0];
+    watcher_pid = pid;
     return 0;
+}
+
+void groupwatch_stop(void)
+{
+    if (watch_fd < 0)
+        return;
+    /* The end of the socket itself, not of this descriptor: a child that still holds a copy
+     * must not keep the watcher waiting. */
+    (void)shutdown(watch_fd, SHUT_RDWR);
+    close(watch_fd);
+    watch_fd = -1;
+    for (int waited = 0; waited < 2000; waited += 5) {
+        pid_t got = waitpid(watcher_pid, NULL, WNOHANG);
+
+        if (got == watcher_pid || (got < 0 && errno != EINTR))
+            break; /* gone (ECHILD: another waiter reaped it) */
+        usleep(5000);
+    }
+    watcher_pid = -1;
 }
 
 static void tell(int32_t word)

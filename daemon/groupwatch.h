@@ -35,4 +35,10 @@ void groupwatch_add(pid_t pgid);
  * Async-signal-safe; a no-op without a watcher. */
 void groupwatch_forget(pid_t pgid);
 
+/* runboxd ends normally (its servers are stopped): the watcher kills what is left, if anything,
+ * and ends, and this waits for it (up to 2 s), so that it is gone when runboxd is (a cgroup
+ * emptied for removal, a test counting processes). Call it once no other thread uses the
+ * watcher; a no-op without one. */
+void groupwatch_stop(void);
+
 #endif

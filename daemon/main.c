@@ -724,6 +724,7 @@ int main(int argc, char *argv[])
     }
     status = serve(&cfg, cat, v, console, cg, &caches, quota, &stop);
 out:
+    groupwatch_stop(); /* the servers are stopped: it ends now, not after runboxd */
     quota_free(quota);
     catalog_free(cat);
     free(caches.npm);

@@ -865,7 +865,7 @@ test('a stdio server inherits no descriptor of runboxd beyond stdin, stdout and 
   const idle = `"${node}" -e "setInterval(() => {}, 1 << 30)"; true`;
   const boxed = { command: 'sh', args: ['-c', idle], sandbox: true, timeout_ms: 600000 };
   const file = writeConfig('fds', { mcpServers: { plain, wrapped, boxed } });
-  let d, pids;
+  let d, pids, watcher = [];
   try {
     d = await startDaemon({ workspace: ':memory:', args: ['--config', file], fds: [fd] });
   } finally {
@@ -890,8 +890,15 @@ test('a stdio server inherits no descriptor of runboxd beyond stdin, stdout and 
     }
     assert.deepEqual(pids.flatMap(holders), [], 'no server process holds it');
   } finally {
+    const parentOf = (p) => { try { return readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[1]; } catch { return ''; } };
+    watcher = readdirSync('/proc').filter((p) => /^\d+$/.test(p) && commOf(p) === 'runboxd-groups' &&
+                                           parentOf(p) === String(d.pid));
     await d.stop();
   }
+  // runboxd's watcher of its servers' groups ends before runboxd does (a cgroup emptied for
+  // removal right after runboxd's exit held it, now and then, on a slow machine).
+  assert.equal(watcher.length, 1, 'runboxd has one watcher');
+  assert.equal(isLive(Number(watcher[0])), false, 'the watcher is gone when runboxd is');
   // The graceful stop ended each server's group (the sandboxed one's pid namespace with it).
   const until = Date.now() + 10000;
   while (pids.some(isLive) && Date.now() < until) await new Promise((res) => setTimeout(res, 25));
