@@ -417,11 +417,15 @@ test('16 calls in flight to 4 upstreams at once', async () => {
 // calls must all still reach the right place.
 test('calls to a stdio server read its answers themselves: progress, cancel, timeout, the size limit and list_changed still work', async () => {
   const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('lent', {
-    mcpServers: { sx: { command: process.execPath, args: [testServerScript, 'stdio', 'sx'], timeout_ms: 3000 } },
+    // sx serves the calls that must all come back, with room for a loaded machine (a sanitizer
+    // build with both cores busy took over 3 s for 16 calls with a 17 MiB answer among them);
+    // sy, the same server, the call that must time out.
+    mcpServers: { sx: { command: process.execPath, args: [testServerScript, 'stdio', 'sx'], timeout_ms: 60000 },
+                  sy: { command: process.execPath, args: [testServerScript, 'stdio', 'sy'], timeout_ms: 3000 } },
   })] });
-  const sx = async (pred = () => true) => {
+  const sx = async (pred = () => true, name = 'sx') => {
     for (;;) {
-      const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'sx');
+      const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === name);
       if (s.state === 'ready' && pred(s)) return s;
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -455,11 +459,12 @@ test('calls to a stdio server read its answers themselves: progress, cancel, tim
     assert.equal(answers[15].body.ok, false);
     assert.match(answers[15].body.error, /over runbox's limit/);
     // A call past the server's timeout_ms fails alone; the server is told, and still serves.
-    const late = await d.call('sx__slow', { ms: 600000 });
+    await sx(() => true, 'sy');
+    const late = await d.call('sy__slow', { ms: 600000 });
     assert.equal(late.body.ok, false);
-    assert.match(late.body.error, /did not answer tools\/call within 3000 ms/);
-    const r = await client.callTool({ name: 'sx__echo', arguments: { message: 'after' } });
-    assert.equal(r.content[0].text, 'sx: after');
+    assert.match(late.body.error, /sy did not answer tools\/call within 3000 ms/);
+    const r = await client.callTool({ name: 'sy__echo', arguments: { message: 'after' } });
+    assert.equal(r.content[0].text, 'sy: after');
     // list_changed, read by the worker of the call that caused it, reaches runboxd's list.
     await d.call('sx__add_tool', { tool: 'fresh' });
     while (!(await d.get('/tools')).body.tools.some((t) => t.name === 'sx__fresh'))
