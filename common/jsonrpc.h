@@ -46,6 +46,11 @@ cJSON *jsonrpc_parse(const char *text, size_t len, struct errinfo *err);
  * many it rewrote. An escaped backslash before the letters u0000 is left alone. */
 size_t jsonrpc_nul_escapes_to_replacement(char *text, size_t len);
 
+/* text[0..len) ready to parse with each \u0000 as U+FFFD: 0 with *copy NULL when text has no
+ * "\u0000" at all (parse text itself), 0 with *copy an owned rewritten copy (len bytes; free),
+ * -1 when out of memory. A quick search first: the usual message is not copied or walked. */
+int jsonrpc_without_nul(const char *text, size_t len, char **copy);
+
 /* jsonrpc_parse for a message from a server runbox is the client of (an external MCP server):
  * \u0000 inside a string becomes U+FFFD instead of refusing the whole message, so an answer
  * that carries a NUL (a binary file read as text) is kept, without its NUL bytes, which cJSON

@@ -320,23 +320,29 @@ size_t jsonrpc_nul_escapes_to_replacement(char *text, size_t len)
     return n;
 }
 
+int jsonrpc_without_nul(const char *text, size_t len, char **copy)
+{
+    *copy = NULL;
+    if (!text || !memmem(text, len, "\\u0000", 6))
+        return 0;
+    *copy = malloc(len ? len : 1);
+    if (!*copy)
+        return -1;
+    memcpy(*copy, text, len);
+    jsonrpc_nul_escapes_to_replacement(*copy, len);
+    return 0;
+}
+
 cJSON *jsonrpc_parse_peer(const char *text, size_t len, struct errinfo *err)
 {
-    struct jsonrpc_scan sc;
     char *copy;
     cJSON *root;
 
-    jsonrpc_scan(text, len, &sc);
-    if (!sc.has_nul_escape || sc.max_depth > JSONRPC_MAX_DEPTH)
-        return jsonrpc_parse(text, len, err);
-    copy = malloc(len);
-    if (!copy) {
+    if (jsonrpc_without_nul(text, len, &copy) < 0) {
         errinfo_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
-    memcpy(copy, text, len);
-    jsonrpc_nul_escapes_to_replacement(copy, len);
-    root = jsonrpc_parse(copy, len, err);
+    root = jsonrpc_parse(copy ? copy : text, len, err);
     free(copy);
     return root;
 }

@@ -126,14 +126,9 @@ cJSON *upstream_parse(const char *text, size_t len)
     char *copy;
     cJSON *doc;
 
-    if (!text || !memmem(text, len, "\\u0000", 6))
-        return cJSON_ParseWithLength(text, len);
-    copy = malloc(len);
-    if (!copy)
+    if (jsonrpc_without_nul(text, len, &copy) < 0)
         return NULL;
-    memcpy(copy, text, len);
-    jsonrpc_nul_escapes_to_replacement(copy, len);
-    doc = cJSON_ParseWithLength(copy, len);
+    doc = cJSON_ParseWithLength(copy ? copy : text, len);
     free(copy);
     return doc;
 }
