@@ -6,8 +6,9 @@
  * (cancelled, answered, sending) are guarded by the session's mutex; a message about the call is
  * sent with `sending` counted up, so mcp_session_cancel_origin() can wait until no send for an
  * origin is under way. The answer builds the whole response line first (tool text is escaped
- * straight into one buffer, the proxy's hot path), then marks the call answered, unregisters it
- * and sends, unless it was cancelled: a cancelled call's answer is dropped.
+ * straight into one buffer, the proxy's hot path), then marks the call answered, waits for a
+ * message about it that another thread is sending (so its progress never follows its answer),
+ * unregisters it and sends, unless it was cancelled: a cancelled call's answer is dropped.
  *
  * Input: a modern request is answered with an InputRequiredResult and the client retries it as
  * a new request. A legacy session gets each input request as a JSON-RPC request of ours; the
@@ -178,8 +179,12 @@ void mcp__call_answer_text(struct mcp_call *c, struct jsonbuf *b)
         free(line);
         return;
     }
+    c->answered = true; /* no progress or log message about c starts from now on */
+    /* One already on its way (another thread's) goes out first: a client never sees a call's
+     * progress after its answer. */
+    while (c->sending > 0)
+        pthread_cond_wait(&s->cond, &s->mu);
     go = !c->cancelled && !s->closing;
-    c->answered = true;
     if (go)
         c->sending++;
     pthread_mutex_unlock(&s->mu);
