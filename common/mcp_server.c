@@ -328,17 +328,71 @@ static int print_arg(const char *tool, const cJSON *tree, char **out, size_t *le
     return 0;
 }
 
-/* One tool's tools/list entry: its name, title and description, then the JSON texts of its
- * input schema, output schema (or NULL) and annotations (or NULL). Owned, or NULL (memory). */
-static char *make_entry(const struct mcp_tool *tool, const char *in, size_t in_len, const char *out,
-                        size_t out_len, const char *ann, size_t ann_len, size_t *len)
+/* The JSON texts of a tool's entry beside its name, title and description; each NULL (with
+ * length 0) when the tool has none, but in. */
+struct entry_parts {
+    const char *in, *out, *ann, *extra;
+    size_t in_len, out_len, ann_len, extra_len;
+};
+
+/* The members of mcp_tool.extra may not stand in for the fields the engine lists itself. */
+static int check_extra(const char *tool, const char *text, size_t len, struct errinfo *err)
+{
+    static const char *const listed[] = {"name",        "title",        "description",
+                                         "inputSchema", "outputSchema", "annotations"};
+    cJSON *obj = cJSON_ParseWithLength(text, len);
+    const cJSON *m;
+    int rc = 0;
+
+    if (!obj) {
+        errinfo_set(err, ERR_NOMEM, "out of memory adding tool %.128s", tool);
+        return -1;
+    }
+    cJSON_ArrayForEach(m, obj)
+    {
+        for (size_t i = 0; rc == 0 && i < sizeof(listed) / sizeof(listed[0]); i++)
+            if (strcmp(m->string, listed[i]) == 0) {
+                errinfo_set(err, ERR_INVALID,
+                            "tool %.128s: extra has \"%s\", a field of its own in struct mcp_tool",
+                            tool, listed[i]);
+                rc = -1;
+            }
+    }
+    cJSON_Delete(obj);
+    return rc;
+}
+
+/* The compact text of tool->extra in *out (owned; NULL when there is none or it is {}). */
+static int extra_arg(const struct mcp_tool *tool, char **out, size_t *len, struct errinfo *err)
+{
+    if (compact_arg(tool->name, "extra", tool->extra, out, len, err) < 0)
+        return -1;
+    if (*out && *len <= 2) { /* {} adds nothing */
+        free(*out);
+        *out = NULL;
+        *len = 0;
+    }
+    if (*out && check_extra(tool->name, *out, *len, err) < 0) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* One tool's tools/list entry: its name, title and description, then the parts. Owned, or NULL
+ * (memory). */
+static char *make_entry(const struct mcp_tool *tool, const struct entry_parts *p, size_t *len)
 {
     struct jsonbuf b = JSONBUF_INIT(MCP_RESPONSE_MAX);
     size_t title = tool->title ? strlen(tool->title) : 0;
     size_t desc = tool->description ? strlen(tool->description) : 0;
 
     /* Room for all of it, escapes aside: one allocation for most tools. */
-    jsonbuf_reserve(&b, 96 + strlen(tool->name) + title + desc + in_len + out_len + ann_len, NULL);
+    jsonbuf_reserve(&b,
+                    96 + strlen(tool->name) + title + desc + p->in_len + p->out_len + p->ann_len +
+                        p->extra_len,
+                    NULL);
     jsonbuf_puts(&b, "{\"name\":", NULL);
     jsonbuf_put_json_string(&b, tool->name, strlen(tool->name), NULL);
     if (tool->title) {
@@ -350,14 +404,18 @@ static char *make_entry(const struct mcp_tool *tool, const char *in, size_t in_l
         jsonbuf_put_json_string(&b, tool->description, strlen(tool->description), NULL);
     }
     jsonbuf_puts(&b, ",\"inputSchema\":", NULL);
-    jsonbuf_put(&b, in, in_len, NULL);
-    if (out) {
+    jsonbuf_put(&b, p->in, p->in_len, NULL);
+    if (p->out) {
         jsonbuf_puts(&b, ",\"outputSchema\":", NULL);
-        jsonbuf_put(&b, out, out_len, NULL);
+        jsonbuf_put(&b, p->out, p->out_len, NULL);
     }
-    if (ann) {
+    if (p->ann) {
         jsonbuf_puts(&b, ",\"annotations\":", NULL);
-        jsonbuf_put(&b, ann, ann_len, NULL);
+        jsonbuf_put(&b, p->ann, p->ann_len, NULL);
+    }
+    if (p->extra) { /* its members, without the braces */
+        jsonbuf_puts(&b, ",", NULL);
+        jsonbuf_put(&b, p->extra + 1, p->extra_len - 2, NULL);
     }
     jsonbuf_puts(&b, "}", NULL);
     return jsonbuf_take(&b, len);
@@ -423,25 +481,33 @@ static int check_tool(const struct mcp_tool *tool, struct errinfo *err)
 int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, struct errinfo *err)
 {
     struct srv_tool t = {0};
-    char *out = NULL, *ann = NULL;
-    size_t in_len, out_len, ann_len;
+    char *out = NULL, *ann = NULL, *extra = NULL;
+    struct entry_parts parts = {0};
 
     if (check_tool(tool, err) < 0)
         return -1;
     if (compact_arg(tool->name, "inputSchema",
                     tool->input_schema ? tool->input_schema : "{\"type\":\"object\"}",
-                    &t.input_text, &in_len, err) < 0 ||
-        compact_arg(tool->name, "outputSchema", tool->output_schema, &out, &out_len, err) < 0 ||
-        compact_arg(tool->name, "annotations", tool->annotations, &ann, &ann_len, err) < 0) {
+                    &t.input_text, &parts.in_len, err) < 0 ||
+        compact_arg(tool->name, "outputSchema", tool->output_schema, &out, &parts.out_len, err) <
+            0 ||
+        compact_arg(tool->name, "annotations", tool->annotations, &ann, &parts.ann_len, err) < 0 ||
+        extra_arg(tool, &extra, &parts.extra_len, err) < 0) {
         free(t.input_text);
         free(out);
+        free(ann);
         return -1;
     }
-    t.entry = make_entry(tool, t.input_text, in_len, out, out_len, ann, ann_len, &t.entry_len);
+    parts.in = t.input_text;
+    parts.out = out;
+    parts.ann = ann;
+    parts.extra = extra;
+    t.entry = make_entry(tool, &parts, &t.entry_len);
     t.has_output_schema = out != NULL;
     t.requires = (unsigned)parse_requires(tool->requires);
     free(out);
     free(ann);
+    free(extra);
     if (!t.entry) {
         free_tool(&t);
         errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
@@ -455,8 +521,8 @@ int mcp_server_add_tool_parsed(struct mcp_server *srv, const struct mcp_tool *to
                                struct errinfo *err)
 {
     struct srv_tool t = {0};
-    char *in = NULL, *out = NULL, *ann = NULL;
-    size_t in_len, out_len, ann_len;
+    char *in = NULL, *out = NULL, *ann = NULL, *extra = NULL;
+    struct entry_parts parts = {0};
     int rc = -1;
 
     if (check_tool(tool, err) < 0)
@@ -470,11 +536,16 @@ int mcp_server_add_tool_parsed(struct mcp_server *srv, const struct mcp_tool *to
                     tool->name);
         goto out;
     }
-    if (print_arg(tool->name, input_schema, &in, &in_len, err) < 0 ||
-        print_arg(tool->name, output_schema, &out, &out_len, err) < 0 ||
-        print_arg(tool->name, annotations, &ann, &ann_len, err) < 0)
+    if (print_arg(tool->name, input_schema, &in, &parts.in_len, err) < 0 ||
+        print_arg(tool->name, output_schema, &out, &parts.out_len, err) < 0 ||
+        print_arg(tool->name, annotations, &ann, &parts.ann_len, err) < 0 ||
+        extra_arg(tool, &extra, &parts.extra_len, err) < 0)
         goto out;
-    t.entry = make_entry(tool, in, in_len, out, out_len, ann, ann_len, &t.entry_len);
+    parts.in = in;
+    parts.out = out;
+    parts.ann = ann;
+    parts.extra = extra;
+    t.entry = make_entry(tool, &parts, &t.entry_len);
     if (!t.entry) {
         errinfo_set(err, ERR_NOMEM, "out of memory adding tool %s", tool->name);
         goto out;
@@ -488,6 +559,7 @@ out:
     cJSON_free(in);
     cJSON_free(out);
     cJSON_free(ann);
+    free(extra);
     cJSON_Delete(input_schema);
     cJSON_Delete(output_schema);
     cJSON_Delete(annotations);

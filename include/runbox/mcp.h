@@ -114,6 +114,10 @@ struct mcp_tool {
     const char *input_schema;  /* JSON text of an object schema; NULL = {"type":"object"} */
     const char *output_schema; /* JSON text, or NULL; results then carry structuredContent */
     const char *annotations;   /* JSON text ({"readOnlyHint":true,...}), or NULL */
+    /* JSON text of an object whose members are listed with the tool as they are, after the
+     * fields above ("_meta", "icons", ...), or NULL. A member named like one of the fields above
+     * is ERR_INVALID. */
+    const char *extra;
     /* Client capabilities the tool needs ("sampling", "elicitation", "roots"), comma-separated,
      * or NULL. A modern request from a client that lacks one is answered -32021 before the
      * handler runs; a legacy client is checked the same way against its initialize. */
@@ -129,8 +133,8 @@ int mcp_server_add_tool(struct mcp_server *srv, const struct mcp_tool *tool, str
 
 /* mcp_server_add_tool() for a program that holds the schemas parsed already (no print and parse
  * again): input_schema (NULL = {"type":"object"}), output_schema and annotations (each an
- * object, or NULL) become the server's, on failure too; tool's three text fields are not read.
- * ERR_INVALID when one is not an object. */
+ * object, or NULL) become the server's, on failure too; tool's input_schema, output_schema and
+ * annotations are not read (its extra is). ERR_INVALID when one is not an object. */
 int mcp_server_add_tool_parsed(struct mcp_server *srv, const struct mcp_tool *tool,
                                cJSON *input_schema, cJSON *output_schema, cJSON *annotations,
                                struct errinfo *err);

@@ -401,6 +401,56 @@ START_TEST(test_mcp_add_tool_text_is_listed_as_parsed)
 }
 END_TEST
 
+/* extra's members are listed after the engine's own fields, the same given as text or parsed;
+ * {} adds nothing; a member that would stand in for one of the engine's fields, or text that is
+ * not an object, is refused with the tool's name. */
+START_TEST(test_mcp_add_tool_extra_is_listed)
+{
+    struct errinfo err = {0};
+    struct mcp_tool t = {.name = "t",
+                         .description = "d",
+                         .extra = "{ \"_meta\": {\"ui\": {\"resourceUri\": \"ui://t\"}},\n"
+                                  "  \"icons\": [{\"src\": \"https://x/i.png\"}] }",
+                         .handler = fake_call_tool,
+                         .arg = &fk};
+    struct mcp_server *x = mcp_server_new(&info, &err), *y = mcp_server_new(&info, &err);
+    struct jsonbuf a = JSONBUF_INIT(1 << 20), b = JSONBUF_INIT(1 << 20);
+    static const char *const refused[] = {"{\"title\":\"x\"}", "{\"inputSchema\":{}}", "[1]",
+                                          "{\"_meta\":"};
+
+    ck_assert_int_eq(mcp_server_add_tool(x, &t, &err), 0);
+    ck_assert_int_eq(mcp_server_add_tool_parsed(y, &t, NULL, NULL, NULL, &err), 0);
+    t.name = "plain";
+    t.extra = "{}";
+    ck_assert_int_eq(mcp_server_add_tool(x, &t, &err), 0);
+    ck_assert_int_eq(mcp_server_add_tool_parsed(y, &t, NULL, NULL, NULL, &err), 0);
+    ck_assert_int_eq(mcp__put_tools_json(x, &a), 0);
+    ck_assert_int_eq(mcp__put_tools_json(y, &b), 0);
+    ck_assert_str_eq(a.data, b.data);
+    ck_assert_str_eq(a.data, "[{\"name\":\"t\",\"description\":\"d\",\"inputSchema\":{\"type\":"
+                             "\"object\"},\"_meta\":{\"ui\":{\"resourceUri\":\"ui://t\"}},"
+                             "\"icons\":[{\"src\":\"https://x/i.png\"}]},{\"name\":\"plain\","
+                             "\"description\":\"d\",\"inputSchema\":{\"type\":\"object\"}}]");
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        t.name = "bad";
+        t.extra = refused[i];
+        errinfo_clear(&err);
+        ck_assert_int_eq(mcp_server_add_tool(x, &t, &err), -1);
+        ck_assert_int_eq(err.kind, ERR_INVALID);
+        ck_assert_msg(strstr(err.msg, "tool bad: extra"), "%s", err.msg);
+        errinfo_clear(&err);
+        ck_assert_int_eq(mcp_server_add_tool_parsed(y, &t, NULL, NULL, NULL, &err), -1);
+        ck_assert_int_eq(err.kind, ERR_INVALID);
+    }
+    ck_assert_uint_eq(mcp_server_tool_count(x), 2);
+    ck_assert_uint_eq(mcp_server_tool_count(y), 2);
+    jsonbuf_cleanup(&a);
+    jsonbuf_cleanup(&b);
+    mcp_server_free(x);
+    mcp_server_free(y);
+}
+END_TEST
+
 /* ---- lifecycle ---- */
 
 static const struct {
@@ -1574,6 +1624,7 @@ static Suite *mcp_suite(void)
     tc = tcase_create("adding tools");
     tcase_add_test(tc, test_mcp_add_tool_parsed_takes_the_trees);
     tcase_add_test(tc, test_mcp_add_tool_text_is_listed_as_parsed);
+    tcase_add_test(tc, test_mcp_add_tool_extra_is_listed);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("dispatch");
