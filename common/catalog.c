@@ -428,7 +428,7 @@ int catalog__listed_annotations(const cJSON *ann, cJSON **out)
 cJSON *catalog__tool_entry(const struct catalog_tool *t)
 {
     static const char *const shown[] = {"name",        "title",        "description", "inputSchema",
-                                        "annotations", "outputSchema", "_meta"};
+                                        "annotations", "outputSchema", "_meta",       "icons"};
     cJSON *obj = cJSON_CreateObject();
 
     for (size_t k = 0; obj && k < sizeof(shown) / sizeof(shown[0]); k++) {

@@ -103,8 +103,8 @@ cJSON *catalog_listed_schema(const cJSON *schema);
 
 /* The MCP tools/list "tools" array as compact JSON text: each tool with name, title,
  * description, inputSchema (its listed form, catalog_listed_schema; an external tool's as its
- * server gave it), annotations, outputSchema and _meta (when present); route and group are not
- * shown. Built at the first call (any thread), borrowed for the catalog's lifetime; NULL only
+ * server gave it), annotations, outputSchema, _meta and icons (when present); route and group are
+ * not shown. Built at the first call (any thread), borrowed for the catalog's lifetime; NULL only
  * when that build ran out of memory (a later call tries again). */
 const char *catalog_tools_json(const struct catalog *cat);
 
@@ -120,6 +120,14 @@ struct mcp_call;
 int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv,
                            void (*fn)(void *arg, struct mcp_call *call), void *arg,
                            struct errinfo *err);
+
+/* Adds one tool of a catalog_new_external() catalog to srv, as its server gave it: title,
+ * description, schemas and annotations unchanged, and its "_meta" (object) and "icons" (array)
+ * beside them; other fields ("execution": runbox does not run tasks) are not listed. Handler
+ * fn(arg, call). Returns 0, or -1 with err (a name already there, no memory). */
+int catalog_register_external(const struct catalog_tool *t, struct mcp_server *srv,
+                              void (*fn)(void *arg, struct mcp_call *call), void *arg,
+                              struct errinfo *err);
 
 /* True when name follows [A-Za-z0-9_.-]{1,128}. Pure. */
 bool catalog_is_valid_name(const char *name);

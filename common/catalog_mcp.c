@@ -59,6 +59,55 @@ static int register_parsed(const struct catalog_tool *t, struct mcp_server *srv,
     return mcp_server_add_tool_parsed(srv, &mt, in, out, ann, err);
 }
 
+int catalog_register_external(const struct catalog_tool *t, struct mcp_server *srv, tool_fn fn,
+                              void *arg, struct errinfo *err)
+{
+    const cJSON *obj = catalog_tool_object(t);
+    const cJSON *title = cJSON_GetObjectItemCaseSensitive(obj, "title");
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
+    const cJSON *annv = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
+    const cJSON *metav = cJSON_GetObjectItemCaseSensitive(obj, "_meta");
+    const cJSON *iconsv = cJSON_GetObjectItemCaseSensitive(obj, "icons");
+    const cJSON *outv = catalog_tool_output_schema(t);
+    cJSON *extrav = cJSON_CreateObject();
+    char *in = cJSON_PrintUnformatted(catalog_tool_input_schema(t));
+    char *out = outv ? cJSON_PrintUnformatted(outv) : NULL;
+    char *ann = cJSON_IsObject(annv) ? cJSON_PrintUnformatted(annv) : NULL;
+    char *extra = NULL;
+    bool made = extrav && in && (!outv || out) && (!cJSON_IsObject(annv) || ann);
+    int rc = -1;
+
+    /* The server's own _meta (an MCP App's ui.resourceUri, runbox/server beside it) and icons
+     * are the client's to read; references, so nothing is copied twice. */
+    if (made && cJSON_IsObject(metav))
+        made = cJSON_AddItemReferenceToObject(extrav, "_meta", (cJSON *)metav);
+    if (made && cJSON_IsArray(iconsv))
+        made = cJSON_AddItemReferenceToObject(extrav, "icons", (cJSON *)iconsv);
+    if (made && extrav->child)
+        made = (extra = cJSON_PrintUnformatted(extrav)) != NULL;
+    if (!made) {
+        errinfo_set(err, ERR_NOMEM, "out of memory registering tool %s", catalog_tool_name(t));
+    } else {
+        struct mcp_tool mt = {.name = catalog_tool_name(t),
+                              .title = cJSON_IsString(title) ? title->valuestring : NULL,
+                              .description = cJSON_IsString(desc) ? desc->valuestring : NULL,
+                              .input_schema = in,
+                              .output_schema = out,
+                              .annotations = ann,
+                              .extra = extra,
+                              .handler = fn,
+                              .arg = arg};
+
+        rc = mcp_server_add_tool(srv, &mt, err);
+    }
+    cJSON_Delete(extrav); /* references only */
+    cJSON_free(in);
+    cJSON_free(out);
+    cJSON_free(ann);
+    cJSON_free(extra);
+    return rc;
+}
+
 int catalog_register_tools(const struct catalog *cat, struct mcp_server *srv, tool_fn fn, void *arg,
                            struct errinfo *err)
 {

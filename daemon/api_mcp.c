@@ -219,30 +219,11 @@ static void on_tool(void *arg, struct mcp_call *mc)
 /* Registers one external tool with the engine. */
 static void add_external(struct api_mcp *a, const struct catalog_tool *t)
 {
-    const cJSON *obj = catalog_tool_object(t);
-    const cJSON *title = cJSON_GetObjectItemCaseSensitive(obj, "title");
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
-    char *in = cJSON_PrintUnformatted(catalog_tool_input_schema(t));
-    char *out = catalog_tool_output_schema(t)
-                    ? cJSON_PrintUnformatted(catalog_tool_output_schema(t))
-                    : NULL;
-    const cJSON *annv = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
-    char *ann = annv ? cJSON_PrintUnformatted(annv) : NULL;
-    struct mcp_tool mt = {.name = catalog_tool_name(t),
-                          .title = cJSON_IsString(title) ? title->valuestring : NULL,
-                          .description = cJSON_IsString(desc) ? desc->valuestring : NULL,
-                          .input_schema = in,
-                          .output_schema = out,
-                          .annotations = ann,
-                          .handler = on_tool,
-                          .arg = a};
     struct errinfo err = {0};
 
-    if (mcp_server_add_tool(a->srv, &mt, &err) < 0)
-        log_warn("api-mcp: external tool %s is not served on /mcp: %s", mt.name, err.msg);
-    cJSON_free(in);
-    cJSON_free(out);
-    cJSON_free(ann);
+    if (catalog_register_external(t, a->srv, on_tool, a, &err) < 0)
+        log_warn("api-mcp: external tool %s is not served on /mcp: %s", catalog_tool_name(t),
+                 err.msg);
 }
 
 /* Makes the engine's external tools those of the registry's snapshot: removes what went or

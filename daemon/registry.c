@@ -208,12 +208,15 @@ static bool listed(const struct registry_strv *sv, const char *name)
 
 /* ---- the snapshot ---- */
 
-/* One external tool as a catalog entry (see catalog_new_external). */
+/* One external tool as a catalog entry (see catalog_new_external): what a client is shown of
+ * it ("execution" is not: runbox runs no tasks, and calls each tool as a plain call). */
 static cJSON *tool_entry(const cJSON *t, const char *served, const struct server *s,
                          const char *orig)
 {
     cJSON *e = cJSON_CreateObject(), *meta;
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(t, "inputSchema");
+    const cJSON *own_meta = cJSON_GetObjectItemCaseSensitive(t, "_meta");
+    const cJSON *icons = cJSON_GetObjectItemCaseSensitive(t, "icons");
     static const char *const copied[] = {"title", "description", "outputSchema", "annotations"};
 
     cJSON_AddStringToObject(e, "name", served);
@@ -228,7 +231,14 @@ static cJSON *tool_entry(const cJSON *t, const char *served, const struct server
     cJSON_AddItemToObject(e, "inputSchema",
                           cJSON_IsObject(in) ? cJSON_Duplicate(in, 1) : cJSON_CreateObject());
     cJSON_AddStringToObject(e, "route", "external");
-    meta = cJSON_AddObjectToObject(e, "_meta");
+    if (cJSON_IsArray(icons))
+        cJSON_AddItemToObject(e, "icons", cJSON_Duplicate(icons, 1));
+    /* The server's own _meta (an MCP App's ui.resourceUri) is passed on, with where the tool
+     * comes from beside it (a key of the server's by the same name gives way). */
+    meta = cJSON_IsObject(own_meta) ? cJSON_Duplicate(own_meta, 1) : cJSON_CreateObject();
+    cJSON_AddItemToObject(e, "_meta", meta);
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "runbox/server");
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "runbox/tool");
     cJSON_AddStringToObject(meta, "runbox/server", s->spec.name);
     cJSON_AddStringToObject(meta, "runbox/tool", orig);
     return e;

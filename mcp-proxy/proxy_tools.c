@@ -139,34 +139,13 @@ bool proxy_tools_holding(const struct proxy_tools *t)
 
 /* ---- the served tools ---- */
 
-/* The engine's form of an external tool (its fields copied by mcp_server_add_tool). */
+/* The engine's form of an external tool (catalog_register_external copies its fields). */
 static void add_tool(struct proxy_tools *t, const struct catalog_tool *ct)
 {
-    const cJSON *obj = catalog_tool_object(ct);
-    const cJSON *title = cJSON_GetObjectItemCaseSensitive(obj, "title");
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(obj, "description");
-    const cJSON *annv = cJSON_GetObjectItemCaseSensitive(obj, "annotations");
-    const cJSON *outv = catalog_tool_output_schema(ct);
-    char *in = cJSON_PrintUnformatted(catalog_tool_input_schema(ct));
-    char *out = outv ? cJSON_PrintUnformatted(outv) : NULL;
-    char *ann = cJSON_IsObject(annv) ? cJSON_PrintUnformatted(annv) : NULL;
-    struct mcp_tool mt = {.name = catalog_tool_name(ct),
-                          .title = cJSON_IsString(title) ? title->valuestring : NULL,
-                          .description = cJSON_IsString(desc) ? desc->valuestring : NULL,
-                          .input_schema = in,
-                          .output_schema = out,
-                          .annotations = ann,
-                          .handler = t->cfg.handler,
-                          .arg = t->cfg.handler_arg};
     struct errinfo err = {0};
 
-    if (!in || (outv && !out) || (cJSON_IsObject(annv) && !ann))
-        log_warn("proxy: out of memory: external tool %s is not served", mt.name);
-    else if (mcp_server_add_tool(t->cfg.srv, &mt, &err) < 0)
-        log_warn("proxy: external tool %s is not served: %s", mt.name, err.msg);
-    cJSON_free(in);
-    cJSON_free(out);
-    cJSON_free(ann);
+    if (catalog_register_external(ct, t->cfg.srv, t->cfg.handler, t->cfg.handler_arg, &err) < 0)
+        log_warn("proxy: external tool %s is not served: %s", catalog_tool_name(ct), err.msg);
 }
 
 /* The external entries of GET /tools's "tools" as a catalog document, or NULL. */
