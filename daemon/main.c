@@ -462,10 +462,14 @@ static int collect_specs(const struct config *cfg, struct registry_specs *specs,
         char *why, *text = read_mcp_config(cfg->mcp_configs[i], &why);
         int rc = 0;
 
+        /* A file that cannot be read is listed like one that is not JSON (and logged). */
         if (text) {
             rc = registry_specs_add_text(specs, cfg->mcp_configs[i], text, env_lookup, err);
+        } else if (why) {
+            rc = registry_specs_add_unread(specs, cfg->mcp_configs[i], why, err);
         } else {
-            log_error("registry: %s", why ? why : cfg->mcp_configs[i]);
+            errinfo_set(err, ERR_NOMEM, "out of memory reading %s", cfg->mcp_configs[i]);
+            rc = -1;
         }
         free(text);
         free(why);

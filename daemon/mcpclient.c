@@ -227,8 +227,15 @@ bool mcpclient__should_end(struct mcpclient *c, struct errinfo *why)
     pthread_mutex_lock(&c->mu);
     if (!c->handshake_failed && c->handshake_deadline &&
         clocks_mono_ms() >= c->handshake_deadline) {
-        snprintf(c->handshake_why, sizeof(c->handshake_why),
-                 "did not finish initializing within %d ms (timeout_ms)", c->spec->timeout_ms);
+        if (c->ignored)
+            snprintf(c->handshake_why, sizeof(c->handshake_why),
+                     "did not finish initializing within %d ms (timeout_ms); it wrote %u "
+                     "message%s that %s no JSON-RPC runbox could use, the last: %s",
+                     c->spec->timeout_ms, c->ignored, c->ignored == 1 ? "" : "s",
+                     c->ignored == 1 ? "was" : "were", c->ignored_last);
+        else
+            snprintf(c->handshake_why, sizeof(c->handshake_why),
+                     "did not finish initializing within %d ms (timeout_ms)", c->spec->timeout_ms);
         c->handshake_failed = true;
     }
     for (struct pending *p = c->pending; p && !c->handshake_failed; p = p->next) {
@@ -431,6 +438,7 @@ static void connection_ended(struct mcpclient *c, const struct errinfo *why)
     c->protocol[0] = '\0';
     c->modern = false;
     c->handshake_deadline = 0;
+    c->ignored = 0;
     c->pid = 0;
     pthread_mutex_unlock(&c->mu);
     while (internal) {
@@ -826,7 +834,11 @@ cJSON *mcpclient_status_json(struct mcpclient *c)
     pthread_mutex_lock(&c->mu);
     cJSON_AddStringToObject(o, "name", c->spec->name);
     cJSON_AddStringToObject(o, "state", mcpclient_state_name(c->state));
-    cJSON_AddStringToObject(o, "transport", transports[c->spec->transport]);
+    /* What it speaks: "sse" once "http" fell back to legacy SSE. */
+    cJSON_AddStringToObject(o, "transport",
+                            c->spec->transport == REGISTRY_HTTP && c->hint == MCPCLIENT_HINT_SSE
+                                ? "sse"
+                                : transports[c->spec->transport]);
     if (c->spec->transport == REGISTRY_STDIO) {
         cJSON_AddStringToObject(o, "command", c->spec->shown.command ? c->spec->shown.command : "");
         cJSON_AddBoolToObject(o, "sandbox", c->spec->sandbox);

@@ -114,6 +114,11 @@ struct mcpclient {
     bool handshake_failed;
     char protocol[16];
     char handshake_why[400];
+    /* What this connection's server sent that was no message of the protocol (a log line on
+     * stdout, {}, an answer without an id): how many, and the start of the last. The handshake's
+     * timeout says it, since such a server never answers initialize. */
+    unsigned ignored;
+    char ignored_last[81];
     char last_error[1024];
     char stderr_tail[MCPCLIENT_STDERR_KEEP][240];
 };

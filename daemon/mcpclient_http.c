@@ -36,7 +36,6 @@
 #include "registry.h"
 #include "strfmt.h"
 
-#define HINT_SSE        1    /* the URL speaks legacy SSE */
 #define ERROR_BODY_KEEP 300  /* bytes of an error answer quoted */
 #define GET_RETRY_MS    2000 /* a dropped GET stream is opened again after this */
 #define DELETE_WAIT_MS  1000
@@ -475,13 +474,14 @@ static void unlink_xfer(struct conn *k, struct xfer *x)
         }
 }
 
-/* Fails the request a POST carried: an error answer with id, as if the server sent it. */
+/* Fails the request a POST carried: its waiting call fails with what happened; an internal
+ * request gets an error answer with its id, as if the server sent it. */
 static void fail_request(struct conn *k, struct xfer *x, const char *what)
 {
     cJSON *msg, *e;
     char *text, shown[1024];
 
-    if (!x->has_id)
+    if (!x->has_id || mcpclient__fail_waiter(k->c, (uint64_t)x->id, ERR_UNAVAILABLE, what))
         return;
     snprintf(shown, sizeof(shown), "%s", what);
     registry_redact(k->spec, shown, sizeof(shown));
@@ -514,8 +514,15 @@ static void post_done(struct conn *k, struct xfer *x, CURLcode rc)
     bool html = strstr(x->ctype, "text/html") != NULL;
 
     if (rc != CURLE_OK) {
-        snprintf(what, sizeof(what), "%s could not be sent to %s: %s", x->method,
-                 k->spec->shown.url, x->errbuf[0] ? x->errbuf : cu->easy_strerror(rc));
+        /* Whether the server may have the request: it had, unless the connection or the
+         * sending failed (a server killed mid-call had it). */
+        bool unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+                      rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_SEND_ERROR;
+
+        snprintf(what, sizeof(what),
+                 unsent ? "%s could not be sent to %s: %s"
+                        : "%s was sent to %s, but no answer came back: %s",
+                 x->method, k->spec->shown.url, x->errbuf[0] ? x->errbuf : cu->easy_strerror(rc));
         fail_request(k, x, what);
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
             rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR ||
@@ -688,7 +695,7 @@ static void run(struct mcpclient *c, struct errinfo *why)
         errinfo_set(why, ERR_NOMEM, "no libcurl handle");
         return;
     }
-    k.legacy_sse = k.spec->transport == REGISTRY_SSE || mcpclient__hint(c) == HINT_SSE;
+    k.legacy_sse = k.spec->transport == REGISTRY_SSE || mcpclient__hint(c) == MCPCLIENT_HINT_SSE;
     for (;;) {
         if (k.legacy_sse) {
             start(&k, X_SSE, k.spec->url, NULL);
@@ -702,7 +709,7 @@ static void run(struct mcpclient *c, struct errinfo *why)
         /* Legacy SSE on the same URL, from a fresh handshake. */
         drop_all(&k);
         mcpclient__reset(c);
-        mcpclient__set_hint(c, HINT_SSE);
+        mcpclient__set_hint(c, MCPCLIENT_HINT_SSE);
         k.fallback = false;
         k.legacy_sse = true;
         k.opened = false;

@@ -37,6 +37,12 @@ void mcpclient__drain_wake(struct mcpclient *c);
 void mcpclient__opened(struct mcpclient *c); /* the connection is up: the handshake starts */
 void mcpclient__receive(struct mcpclient *c, const char *json, size_t len);
 
+/* A request that will get no answer (its transfer failed): the call waiting for request id
+ * fails now with "<server>: why" (why redacted, registry_redact). False when no call waits for
+ * id: an internal request (the handshake's), which the transport answers as the server would. */
+bool mcpclient__fail_waiter(struct mcpclient *c, uint64_t id, enum errinfo_kind kind,
+                            const char *why);
+
 /* A message too large to keep (bytes long): head and tail are its first and last bytes, where
  * an id may be found, so that the request it answers fails at once with ERR_TOO_LARGE. */
 void mcpclient__oversized(struct mcpclient *c, size_t bytes, const char *head, size_t head_len,
@@ -114,6 +120,7 @@ void mcpclient__set_pid(struct mcpclient *c, long pid);
 void mcpclient__reset(struct mcpclient *c);
 
 /* A transport's memory across connections (which wire a URL speaks): 0 until set. */
+#define MCPCLIENT_HINT_SSE 1 /* "type": "http" fell back to legacy SSE: the URL speaks that */
 int mcpclient__hint(struct mcpclient *c);
 void mcpclient__set_hint(struct mcpclient *c, int hint);
 

@@ -223,7 +223,8 @@ static void on_list_page(struct mcpclient *c, struct pending *p, cJSON *result, 
     const cJSON *next = cJSON_GetObjectItemCaseSensitive(result, "nextCursor");
     cJSON *acc = p->acc, *it, **slot;
     const char *key = p->list == MCPCLIENT_CHANGED_RESOURCES ? "uri" : "name";
-    bool handshake, repeats = false;
+    bool handshake, repeats = false, more;
+    int dropped = 0;
 
     p->acc = NULL;
     if (error || !cJSON_IsArray(items)) {
@@ -243,6 +244,7 @@ static void on_list_page(struct mcpclient *c, struct pending *p, cJSON *result, 
     while ((it = cJSON_DetachItemFromArray((cJSON *)items, 0)) != NULL) {
         if (cJSON_GetArraySize(acc) >= MCPCLIENT_LIST_MAX) {
             cJSON_Delete(it);
+            dropped++;
             continue;
         }
         if (listed_already(acc, it, key)) {
@@ -259,11 +261,16 @@ static void on_list_page(struct mcpclient *c, struct pending *p, cJSON *result, 
         log_warn("mcp %s: %s repeats itself (an item or the cursor it was asked with): the "
                  "repeats are left out and the list ends at page %d",
                  c->spec->name, mcpclient__list_method(p->list), p->pages + 1);
-    if (!repeats && cJSON_IsString(next) && next->valuestring[0] && p->pages + 1 < LIST_PAGES_MAX &&
-        cJSON_GetArraySize(acc) < MCPCLIENT_LIST_MAX) {
+    more = !repeats && cJSON_IsString(next) && next->valuestring[0];
+    if (more && p->pages + 1 < LIST_PAGES_MAX && cJSON_GetArraySize(acc) < MCPCLIENT_LIST_MAX) {
         mcpclient__read_list(c, p->list, acc, p->pages + 1, next->valuestring);
         return;
     }
+    if (dropped || more) /* a limit, not the server, ended the list */
+        log_warn("mcp %s: %s has more than runbox keeps (%d items, %d pages): %s", c->spec->name,
+                 mcpclient__list_method(p->list), MCPCLIENT_LIST_MAX, LIST_PAGES_MAX,
+                 dropped ? "the items past the limit are left out"
+                         : "the pages past the limit are not read");
     pthread_mutex_lock(&c->mu);
     slot = p->list == MCPCLIENT_CHANGED_TOOLS     ? &c->tools
            : p->list == MCPCLIENT_CHANGED_PROMPTS ? &c->prompts

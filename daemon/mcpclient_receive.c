@@ -83,6 +83,26 @@ void mcpclient__complete_waiter_locked(struct pending *p, cJSON *result, const c
     pthread_cond_broadcast(&p->cond);
 }
 
+bool mcpclient__fail_waiter(struct mcpclient *c, uint64_t id, enum errinfo_kind kind,
+                            const char *why)
+{
+    struct pending *p;
+
+    pthread_mutex_lock(&c->mu);
+    p = find_pending_locked(c, id);
+    if (!p || !p->waiter) {
+        pthread_mutex_unlock(&c->mu);
+        return false;
+    }
+    mcpclient__unlink_pending_locked(c, p);
+    errinfo_set(&p->err, kind, "%s: %.800s", c->spec->name, why);
+    registry_redact(c->spec, p->err.msg, sizeof(p->err.msg));
+    p->done = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&c->mu);
+    return true;
+}
+
 /* Hands answer msg to the waiter of request id, if one waits for it: true when done so. */
 static bool answer_waiter(struct mcpclient *c, cJSON *msg, uint64_t id)
 {
@@ -101,6 +121,32 @@ static bool answer_waiter(struct mcpclient *c, cJSON *msg, uint64_t id)
     return true;
 }
 
+/* Counts a message that is no use (see mcpclient_core.h) and keeps its start, printable. */
+static void note_ignored(struct mcpclient *c, const char *text, size_t len)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&c->mu);
+    c->ignored++;
+    for (size_t i = 0; i < len && n + 4 < sizeof(c->ignored_last); i++)
+        c->ignored_last[n++] = (unsigned char)text[i] < 0x20 ? ' ' : text[i];
+    if (len > n) { /* cut: say so (a cut UTF-8 sequence is made valid on the way out) */
+        memcpy(c->ignored_last + n, "...", 3);
+        n += 3;
+    }
+    c->ignored_last[n] = '\0';
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void note_ignored_json(struct mcpclient *c, const cJSON *msg)
+{
+    char *text = cJSON_PrintUnformatted(msg);
+
+    if (text)
+        note_ignored(c, text, strlen(text));
+    cJSON_free(text);
+}
+
 static void on_response(struct mcpclient *c, cJSON *msg)
 {
     const cJSON *error = cJSON_GetObjectItemCaseSensitive(msg, "error");
@@ -110,6 +156,7 @@ static void on_response(struct mcpclient *c, cJSON *msg)
 
     if (!id_of(cJSON_GetObjectItemCaseSensitive(msg, "id"), &id)) {
         log_debug("mcp %s: an answer without a usable id is ignored", c->spec->name);
+        note_ignored_json(c, msg);
         return;
     }
     if (answer_waiter(c, msg, id))
@@ -237,8 +284,10 @@ static void dispatch(struct mcpclient *c, cJSON *msg)
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
 
-    if (!cJSON_IsObject(msg))
+    if (!cJSON_IsObject(msg)) {
+        note_ignored_json(c, msg);
         return;
+    }
     if (cJSON_IsString(method)) {
         if (id && !cJSON_IsNull(id))
             on_server_request(c, msg, method->valuestring);
@@ -482,8 +531,10 @@ static bool take_lent(struct mcpclient *c, cJSON *msg)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     uint64_t n;
 
-    if (!cJSON_IsObject(msg))
-        return true; /* dispatch() ignores it too */
+    if (!cJSON_IsObject(msg)) {
+        note_ignored_json(c, msg); /* as dispatch() does */
+        return true;
+    }
     if (cJSON_IsString(method)) {
         if ((id && !cJSON_IsNull(id)) || strcmp(method->valuestring, "notifications/progress") != 0)
             return false;
@@ -586,6 +637,7 @@ static void unreadable(struct mcpclient *c, const char *json, size_t len, const 
 
     if (!jsonrpc_find_id(json, len, &id)) {
         log_debug("mcp %s: a message that is not JSON is ignored (%s)", c->spec->name, why);
+        note_ignored(c, json, len);
         return;
     }
     log_warn("mcp %s: the answer to request %llu is not JSON runbox can read (%s)", c->spec->name,

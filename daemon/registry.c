@@ -527,6 +527,8 @@ struct registry *registry_new(const struct registry_options *opt, struct errinfo
         memset(&opt->specs->v[i], 0, sizeof(opt->specs->v[i]));
         r->n++;
         check_command(&s->spec);
+        if (s->spec.ignored)
+            log_warn("registry: %s", s->spec.ignored);
         if (s->spec.error)
             log_error("registry: %s; the server is skipped, the daemon goes on without it",
                       s->spec.error);
@@ -638,16 +640,27 @@ static const char *meta_of(const struct catalog_tool *t, const char *key)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* The server a name "<server>__<tool>" or "<server>/<tool>" starts with, or NULL; a server's
+ * name or prefix may hold "__" itself, so each "__" is tried in turn. */
+static const struct server *server_in_name(const struct registry *r, const char *name)
+{
+    const char *slash = strchr(name, '/');
+
+    for (const char *sep = strstr(name, "__"); sep; sep = strstr(sep + 1, "__")) {
+        const struct server *s = server_named(r, name, (size_t)(sep - name));
+
+        if (s)
+            return s;
+    }
+    return slash ? server_named(r, name, (size_t)(slash - name)) : NULL;
+}
+
 /* Why a name that looks like a server's tool is not served: its server is not ready. */
 static void explain_missing(struct registry *r, const char *name, struct errinfo *err)
 {
-    const char *sep = strstr(name, "__");
-    const struct server *s;
+    const struct server *s = server_in_name(r, name);
     cJSON *st;
 
-    if (!sep)
-        sep = strchr(name, '/');
-    s = sep ? server_named(r, name, (size_t)(sep - name)) : NULL;
     if (!s || mcpclient_state(s->mc) == MCPCLIENT_READY) {
         errinfo_set(err, ERR_NOT_FOUND, "%s", "");
         return;
@@ -842,6 +855,8 @@ cJSON *registry_status_json(struct registry *r)
             cJSON_ReplaceItemInObjectCaseSensitive(st, "state", cJSON_CreateString("failed"));
         if (r->servers[i].spec.error)
             cJSON_AddStringToObject(st, "config_error", r->servers[i].spec.error);
+        if (r->servers[i].spec.ignored)
+            cJSON_AddStringToObject(st, "config_warning", r->servers[i].spec.ignored);
         pthread_mutex_lock(&r->mu);
         if (r->servers[i].warnings[0])
             cJSON_AddStringToObject(st, "warning", r->servers[i].warnings);
@@ -862,7 +877,9 @@ cJSON *registry_health_json(struct registry *r)
         enum mcpclient_state st = served_state(r, h, i);
 
         ready += st == MCPCLIENT_READY;
-        cJSON_AddStringToObject(servers, r->servers[i].spec.name, mcpclient_state_name(st));
+        /* A second entry of a name is a config error (GET /mcp-servers lists it): one key. */
+        if (!cJSON_GetObjectItemCaseSensitive(servers, r->servers[i].spec.name))
+            cJSON_AddStringToObject(servers, r->servers[i].spec.name, mcpclient_state_name(st));
     }
     cJSON_AddNumberToObject(o, "configured", (double)r->n);
     cJSON_AddNumberToObject(o, "ready", (double)ready);

@@ -81,6 +81,8 @@ struct registry_spec {
     struct registry_strv deny;    /* "disabled_tools" */
     char *error;                  /* owned: why this entry cannot run (it is listed as failed), or
                                      NULL */
+    char *ignored; /* owned: what of the entry runbox does not know and ignores ("comand"), as a
+                      warning naming the keys it knows, or NULL; logged and listed */
 };
 
 struct registry_specs {
@@ -105,6 +107,11 @@ int registry_specs_add(struct registry_specs *specs, const char *path, const cha
 int registry_specs_add_text(struct registry_specs *specs, const char *path, const char *text,
                             registry_getenv_fn getenv_fn, struct errinfo *err);
 
+/* A file that could not be read at all (missing, unreadable, too large): one entry with the
+ * error why, as for a file that is not JSON. Memory is the only failure. */
+int registry_specs_add_unread(struct registry_specs *specs, const char *path, const char *why,
+                              struct errinfo *err);
+
 void registry_specs_cleanup(struct registry_specs *specs);
 
 /* Pure: replaces, in the string in buf (size bytes), every value s took from ${env:VAR} for its
@@ -114,8 +121,9 @@ void registry_specs_cleanup(struct registry_specs *specs);
  * ends the string, where a message was cut. What no longer fits in size is cut off. */
 void registry_redact(const struct registry_spec *s, char *buf, size_t size);
 
-/* Pure: the served form of a name part: [A-Za-z0-9_-] kept, anything else '_'; an empty result
- * is "_". Writes at most size-1 bytes into buf. */
+/* Pure: the served form of a name part: [A-Za-z0-9_-] kept, any other character '_' (one for a
+ * character of several UTF-8 bytes); an empty result is "_". Writes at most size-1 bytes into
+ * buf. */
 void registry_sanitize(const char *in, char *buf, size_t size);
 
 /* Pure: "<prefix>__<name>" sanitized and, when over REGISTRY_NAME_MAX, cut and ended with an

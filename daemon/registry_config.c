@@ -30,6 +30,8 @@ void registry_sanitize(const char *in, char *buf, size_t size)
     for (; in && *in && n + 1 < size; in++) {
         char ch = *in;
 
+        if (((unsigned char)ch & 0xC0) == 0x80)
+            continue; /* UTF-8: a character becomes one '_', from its first byte */
         buf[n++] = ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                     (ch >= '0' && ch <= '9') || ch == '_' || ch == '-')
                        ? ch
@@ -435,6 +437,12 @@ static void parse_transport(struct ctx *x, const cJSON *obj, const char *type_ke
                       type->valuestring);
             return;
         }
+    } else if (s->url && s->command) {
+        set_error(s,
+                  ": has both \"command\" (a stdio server) and \"url\" (a remote one); keep "
+                  "one, or say which with \"%s\"",
+                  type_key);
+        return;
     } else if (s->url) {
         s->transport = strncmp(s->url, "ws://", 5) == 0 || strncmp(s->url, "wss://", 6) == 0
                            ? REGISTRY_WS
@@ -497,6 +505,58 @@ static void parse_common(struct ctx *x, const cJSON *obj)
     free(prefix);
     if (s->sandbox && s->transport != REGISTRY_STDIO)
         set_error(s, ".sandbox: only a stdio server runs in the sandbox");
+}
+
+/* The keys runbox reads: a map entry's (the transport's and the common ones together), a list
+ * entry's, and a list entry's "transport". Other clients' own keys (Cline's approvals) are let
+ * be; any other key is a warning, since a misspelt one is otherwise lost without a word. */
+static const char *const transport_keys[] = {"type", "command", "args",    "env",
+                                             "cwd",  "url",     "headers", NULL};
+static const char *const common_keys[] = {"enabled", "disabled",       "sandbox", "timeout_ms",
+                                          "tools",   "disabled_tools", "prefix",  NULL};
+static const char *const list_keys[] = {"name", "transport", NULL};
+static const char *const foreign_keys[] = {"autoApprove", "alwaysAllow", "description", NULL};
+
+static bool in_keys(const char *const *keys, const char *k)
+{
+    for (; *keys; keys++)
+        if (strcmp(*keys, k) == 0)
+            return true;
+    return false;
+}
+
+static void put_keys(char *buf, size_t size, const char *const *keys)
+{
+    for (; *keys; keys++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", buf[0] ? ", " : "", *keys);
+}
+
+/* Notes in s->ignored the keys of obj that none of the tables know ("where" names obj). */
+static void note_unknown_keys(struct registry_spec *s, const cJSON *obj, const char *where,
+                              const char *const *a, const char *const *b)
+{
+    char unknown[256] = "", known[400] = "";
+    const cJSON *m;
+    size_t n = 0;
+
+    cJSON_ArrayForEach(m, obj)
+    {
+        if (in_keys(a, m->string) || (b && in_keys(b, m->string)) ||
+            in_keys(foreign_keys, m->string))
+            continue;
+        n++;
+        snprintf(unknown + strlen(unknown), sizeof(unknown) - strlen(unknown), "%s\"%.40s\"",
+                 unknown[0] ? ", " : "", m->string);
+    }
+    if (!n || s->ignored)
+        return;
+    put_keys(known, sizeof(known), a);
+    if (b)
+        put_keys(known, sizeof(known), b);
+    s->ignored =
+        strfmt_alloc("%s%s: runbox does not know the key%s %s and ignores %s (it reads "
+                     "%s)",
+                     s->where, where, n == 1 ? "" : "s", unknown, n == 1 ? "it" : "them", known);
 }
 
 static struct registry_spec *add_spec(struct registry_specs *specs, const char *path,
@@ -569,8 +629,11 @@ static int add_entry(struct registry_specs *specs, const char *path, const char 
             return 0;
         }
         parse_transport(&x, transport, "transport.type");
+        note_unknown_keys(s, transport, ".transport", transport_keys, NULL);
+        note_unknown_keys(s, entry, "", list_keys, common_keys);
     } else {
         parse_transport(&x, entry, "type");
+        note_unknown_keys(s, entry, "", transport_keys, common_keys);
     }
     x.remember = false; /* a prefix or a tool name from ${env:VAR} is shown by design */
     parse_common(&x, entry);
@@ -652,6 +715,20 @@ int registry_specs_add_text(struct registry_specs *specs, const char *path, cons
     return rc;
 }
 
+int registry_specs_add_unread(struct registry_specs *specs, const char *path, const char *why,
+                              struct errinfo *err)
+{
+    struct registry_spec *s = add_spec(specs, path, "", "");
+
+    if (s)
+        s->error = strdup(why);
+    if (!s || !s->error) {
+        errinfo_set(err, ERR_NOMEM, "out of memory reading %s", path);
+        return -1;
+    }
+    return 0;
+}
+
 void registry_specs_cleanup(struct registry_specs *specs)
 {
     for (size_t i = 0; i < specs->n; i++) {
@@ -679,6 +756,7 @@ void registry_specs_cleanup(struct registry_specs *specs)
         strv_free(&s->allow);
         strv_free(&s->deny);
         free(s->error);
+        free(s->ignored);
     }
     free(specs->v);
     specs->v = NULL;

@@ -102,6 +102,8 @@ before(async () => {
       ev: { command: process.execPath, args: [everything, 'stdio'] },
       evhttp: { url: `http://127.0.0.1:${httpPort}/mcp` },
       evsse: { url: `http://127.0.0.1:${ssePort}/sse`, type: 'sse' },
+      // No type: Streamable HTTP first, then legacy SSE when the POST is refused.
+      evfall: { url: `http://127.0.0.1:${ssePort}/sse` },
       w: { url: ws.url, headers: { Authorization: 'Bearer ${env:REGISTRY_TEST_TOKEN}' } },
       w2: { url: ws2.url, tools: ['echo', 'no_such_tool'] },
       st: { command: process.execPath, args: [testServerScript, 'stdio', 'st'], timeout_ms: 60000 },
@@ -112,7 +114,7 @@ before(async () => {
   writeFileSync(path.join(tmp, 'hello.txt'), 'hello from the filesystem server');
   daemon = await startDaemon({ workspace: ':memory:', args: ['--config', path.join(tmp, 'config.json')],
                                env: { REGISTRY_TEST_TOKEN: 'tok-123' } });
-  await Promise.all(['fs', 'ev', 'evhttp', 'evsse', 'w', 'w2', 'st'].map((n) => waitState(n, 'ready')));
+  await Promise.all(['fs', 'ev', 'evhttp', 'evsse', 'evfall', 'w', 'w2', 'st'].map((n) => waitState(n, 'ready')));
 });
 
 after(async () => {
@@ -130,7 +132,8 @@ test('every server is ready with its transport, protocol and counts; a disabled 
   assert.equal(by.evhttp.transport, 'http');
   assert.equal(by.evsse.transport, 'sse');
   assert.equal(by.w.transport, 'ws');
-  for (const n of ['fs', 'ev', 'evhttp', 'evsse', 'w', 'st']) {
+  assert.equal(by.evfall.transport, 'sse', 'what it speaks after the fallback');
+  for (const n of ['fs', 'ev', 'evhttp', 'evsse', 'evfall', 'w', 'st']) {
     assert.equal(by[n].protocol, '2025-11-25', n);
     assert.ok(by[n].tools > 0, n);
   }
@@ -138,8 +141,8 @@ test('every server is ready with its transport, protocol and counts; a disabled 
   assert.equal(by.off.state, 'disabled');
   assert.match(by.w2.warning, /tools names no_such_tool, which the server does not have/);
   const health = (await daemon.get('/health')).body;
-  assert.equal(health.mcp_servers.configured, 8);
-  assert.equal(health.mcp_servers.ready, 7);
+  assert.equal(health.mcp_servers.configured, 9);
+  assert.equal(health.mcp_servers.ready, 8);
   assert.equal(health.mcp_servers.servers.off, 'disabled');
   const tool = await daemon.call('mcp_servers', { name: 'evsse' });
   assert.equal(tool.body.result.servers.length, 1);
@@ -165,7 +168,7 @@ test('GET /tools lists the external tools as <server>__<tool> in the allowed for
 });
 
 test('POST /tool calls each upstream, by served name, server/tool, and the bare name', async () => {
-  for (const n of ['ev', 'evhttp', 'evsse']) {
+  for (const n of ['ev', 'evhttp', 'evsse', 'evfall']) {
     const r = await daemon.call(`${n}__echo`, { message: n });
     assert.equal(r.status, 200);
     assert.deepEqual([r.body.ok, r.body.result], [true, `Echo: ${n}`]);
@@ -514,6 +517,92 @@ test('an answer runbox cannot read fails its call at once, saying why; one with 
   }
 });
 
+test('a server that writes no JSON-RPC in answer to initialize fails at its timeout, quoting what it wrote', async () => {
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('junk', {
+    mcpServers: { junk: { command: process.execPath, args: [testServerScript, 'raw', 'junk'],
+                          env: { RAW_INIT: 'junk' }, timeout_ms: 1500 } },
+  })] });
+  try {
+    let s;
+    for (let i = 0; i < 400; i++) {
+      s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'junk');
+      if (s.state === 'failed') break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(s.state, 'failed');
+    assert.match(s.last_error, /did not finish initializing within 1500 ms \(timeout_ms\); it wrote 2 messages that were no JSON-RPC runbox could use, the last: \{\}/);
+  } finally {
+    await d.stop();
+  }
+});
+
+test('an HTTP server gone mid-call fails that call saying the request was sent and no answer came', async () => {
+  const hs = await startHttpServer('hk');
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('gone', {
+    mcpServers: { hk: { url: hs.url, timeout_ms: 60000 } },
+  })] });
+  try {
+    for (;;) {
+      const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'hk');
+      if (s.state === 'ready') break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const t0 = Date.now();
+    const call = d.call('hk__slow', { ms: 30000 });
+    await new Promise((r) => setTimeout(r, 500));
+    await hs.close();
+    const r = await call;
+    assert.equal(r.body.ok, false, JSON.stringify(r.body));
+    assert.match(r.body.error, /^hk: tools\/call was sent to http:\/\/127\.0\.0\.1:\d+\/mcp, but no answer came back: /);
+    assert.ok(Date.now() - t0 < 20000, 'it failed when the server went, not at its timeout');
+  } finally {
+    await d.stop();
+  }
+});
+
+test('a tool\'s own _meta and icons reach every client, beside where it comes from; execution does not', async () => {
+  const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('extras', {
+    mcpServers: { raw: { command: process.execPath, args: [testServerScript, 'raw', 'raw'] } },
+  })] });
+  const p = startProxy({ daemonUrl: d.url });
+  const client = new Client({ name: 'registry-extras', version: '1.0.0' });
+  try {
+    for (;;) {
+      const s = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'raw');
+      if (s.state === 'ready') break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const check = (t, who) => {
+      assert.ok(t, `${who}: raw__echo is listed`);
+      assert.deepEqual(t._meta.ui, { resourceUri: 'ui://raw/echo' }, who);
+      // Where the tool comes from is runbox's to say, not the server's.
+      assert.equal(t._meta['runbox/server'], 'raw', who);
+      assert.equal(t._meta['runbox/tool'], 'echo', who);
+      assert.deepEqual(t.icons, [{ src: 'https://example.com/echo.png', mimeType: 'image/png', sizes: ['48x48'] }], who);
+      assert.equal(t.execution, undefined, `${who}: runbox runs no tasks, so none is offered`);
+    };
+    check((await d.get('/tools')).body.tools.find((t) => t.name === 'raw__echo'), 'GET /tools');
+    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', d.url)));
+    check((await client.listTools()).tools.find((t) => t.name === 'raw__echo'), '/mcp');
+    // A tool without any lists none.
+    const nul = (await client.listTools()).tools.find((t) => t.name === 'raw__nul');
+    assert.equal(nul.icons, undefined);
+    assert.deepEqual(Object.keys(nul._meta).sort(), ['runbox/server', 'runbox/tool']);
+    await p.initialize();
+    let listed; // runbox reads runboxd's external tools in the background
+    for (let i = 0; !listed && i < 200; i++) {
+      listed = (await p.request('tools/list', {})).result.tools.find((x) => x.name === 'raw__echo');
+      if (!listed) await new Promise((r) => setTimeout(r, 50));
+    }
+    check(listed, 'runbox');
+    assert.equal((await client.callTool({ name: 'raw__echo', arguments: { message: 'm' } })).content[0].text, 'raw: m');
+  } finally {
+    await client.close();
+    await p.close();
+    await d.stop();
+  }
+});
+
 test('an HTTP server answering past the size limit fails that call at once, as JSON or as an event stream; runboxd goes on', async () => {
   const [json, sse] = await Promise.all([startHttpServer('hj', { json: true }), startHttpServer('hs')]);
   const d = await startDaemon({ workspace: ':memory:', args: ['--config', writeConfig('huge', {
@@ -586,18 +675,23 @@ test('a server whose tools/list goes round in circles is read once; a prompt may
                   // Exits at once, every time: its retries rebuild the lists again and again.
                   gone: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
                   // 50 characters of prefix: its served names are over 45, which is warned about.
-                  long: { command: process.execPath, args: [testServerScript, 'raw', 'G'], prefix: 'p'.repeat(50) } },
+                  long: { command: process.execPath, args: [testServerScript, 'raw', 'G'], prefix: 'p'.repeat(50) },
+                  // More tools than runbox keeps of one server.
+                  many: { command: process.execPath, args: [testServerScript, 'raw', 'M'], env: { RAW_MANY: '4200' } } },
   })] });
   try {
     for (;;) {
       const s = (await d.get('/mcp-servers')).body.servers;
-      if (['loop', 'long'].every((n) => s.find((x) => x.name === n).state === 'ready') &&
+      if (['loop', 'long', 'many'].every((n) => s.find((x) => x.name === n).state === 'ready') &&
           s.find((x) => x.name === 'gone').restarts >= 3) break;
       await new Promise((r) => setTimeout(r, 25));
     }
     const names = (await d.get('/tools')).body.tools.map((t) => t.name).filter((n) => n.startsWith('loop__')).sort();
     assert.deepEqual(names, ['loop__broken', 'loop__ctrl', 'loop__deep', 'loop__echo', 'loop__nul']);
     assert.match(d.stderr(), /mcp loop: tools\/list repeats itself .* the list ends at page 2/);
+    // The items past the limit are left out, and the log says so.
+    assert.equal((await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'many').tools, 4096);
+    assert.match(d.stderr(), /mcp many: tools\/list has more than runbox keeps \(4096 items, 100 pages\): the items past the limit are left out/);
     const prompts = (await d.get('/prompts')).body.result.prompts.map((p) => p.name);
     assert.ok(prompts.includes('loop__echo'), JSON.stringify(prompts));
     assert.ok(!prompts.some((n) => n.endsWith('_2')), JSON.stringify(prompts));
@@ -627,27 +721,34 @@ test('bad config entries are errors naming the file and the key; the daemon star
     "nocmd": {"command": "no-such-command-registry-test"},
     "refused": {"url": "http://127.0.0.1:${refused}/mcp"},
     "html": {"url": "http://127.0.0.1:${html.address().port}/"},
-    "ok": {"command": ${JSON.stringify(process.execPath)}, "args": [${JSON.stringify(testServerScript)}, "stdio", "ok"]},
+    "ok": {"command": ${JSON.stringify(process.execPath)}, "args": [${JSON.stringify(testServerScript)}, "stdio", "ok"], "timeout": 30},
+    "both": {"command": "true", "url": "http://127.0.0.1:1/"},
     "ok": {"command": "true"},
-    "nodir": {"command": ${JSON.stringify(process.execPath)}, "args": ["-e", "0"], "cwd": "/no-such-dir-registry-test"}
+    "nodir": {"command": ${JSON.stringify(process.execPath)}, "args": ["-e", "0"], "cwd": "/no-such-dir-registry-test"},
+    "re__fused": {"url": "http://127.0.0.1:${refused}/mcp"}
   }}`);
   writeConfig('good', { mcpServers: { extra: { command: process.execPath, args: [testServerScript, 'stdio', 'extra'] } } });
   const malformed = writeConfig('malformed', '{"mcpServers": {');
   const d = await startDaemon({ workspace: ':memory:',
-    args: ['--config', file, '--mcp-config', good, '--mcp-config', malformed] });
+    args: ['--config', file, '--mcp-config', good, '--mcp-config', malformed,
+           '--mcp-config', path.join(tmp, 'no-such-config.json')] });
   try {
     let by;
     for (;;) {
       by = Object.fromEntries((await d.get('/mcp-servers')).body.servers.map((s) => [s.name + (s.config_error ? '!' : ''), s]));
       const r = by.refused, h = by.html;
       if (by.ok?.state === 'ready' && by.extra?.state === 'ready' && r?.last_error && h?.last_error &&
-          by.nodir?.last_error) break;
+          by.nodir?.last_error && by.re__fused?.last_error) break;
       await new Promise((res) => setTimeout(res, 25));
     }
     assert.match(by['typo!'].config_error, new RegExp(`${file.replace(/[.]/g, '\\.')}: mcpServers\\.typo\\.type: unknown type "carrier-pigeon"`));
     assert.equal(by['typo!'].state, 'failed');
     assert.match(by['nocmd!'].config_error, /mcpServers\.nocmd\.command: "no-such-command-registry-test" was not found/);
     assert.match(by['ok!'].config_error, /mcpServers\.ok: a second server named "ok"/);
+    assert.match(by['both!'].config_error, /mcpServers\.both: has both "command" \(a stdio server\) and "url" \(a remote one\)/);
+    // A key runbox does not read is a warning; the server runs.
+    assert.match(by.ok.config_warning, /mcpServers\.ok: runbox does not know the key "timeout" and ignores it \(it reads .*timeout_ms/);
+    assert.match(d.stderr(), /runbox does not know the key "timeout"/);
     assert.match(by.refused.last_error, /^refused: .*Couldn't connect|^refused: .*refused/i);
     assert.match(by.html.last_error, /HTML page/);
     // The child's failure before execve reaches runboxd with its errno.
@@ -660,6 +761,18 @@ test('bad config entries are errors naming the file and the key; the daemon star
     const missing = await d.call('html__echo', {});
     assert.equal(missing.status, 404);
     assert.match(missing.body.error, /MCP server html is (failed|connecting)/);
+    // A server whose name holds "__" is found in its tools' names all the same.
+    const under = await d.call('re__fused__echo', {});
+    assert.equal(under.status, 404);
+    assert.match(under.body.error, /re__fused__echo: MCP server re__fused is (failed|connecting)/);
+    // A --mcp-config file that is not there is listed, as one that is not JSON is.
+    const unread = (await d.get('/mcp-servers')).body.servers.filter((x) => /no-such-config/.test(x.config_error ?? ''));
+    assert.equal(unread.length, 1);
+    assert.match(unread[0].config_error, /--mcp-config \S*no-such-config\.json: No such file or directory; no server was read from it/);
+    // /health names each server once, the second "ok" (a config error) not again.
+    const health = await d.get('/health');
+    assert.equal(health.text.match(/"ok":"/g).length, 1, health.text);
+    assert.equal(health.body.mcp_servers.servers.ok, 'ready');
   } finally {
     await d.stop();
     html.close();

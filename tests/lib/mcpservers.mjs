@@ -146,8 +146,11 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
 // As a program: `node mcpservers.mjs raw NAME` is a hand-written stdio server whose answers are
 // what no SDK would send: `nul` answers text with a NUL in it (\u0000), `deep` a result nested
 // 100 levels deep with its id last, `broken` JSON cut off after its id, `ctrl` a raw control
-// character inside a string; `echo` answers normally. It has one prompt, also named `echo`.
-// With RAW_LOOP=1 every tools/list page says there is a next one, with the same cursor.
+// character inside a string; `echo` answers normally, and is listed with _meta, icons and
+// execution. It has one prompt, also named `echo`.
+// With RAW_LOOP=1 every tools/list page says there is a next one, with the same cursor; with
+// RAW_INIT=junk it answers initialize with a log line and {} only; RAW_MANY=N lists N more tools
+// (t0, t1, ...).
 if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === 'raw') {
   const name = process.argv[3] || 'raw';
   const { createInterface } = await import('node:readline');
@@ -159,14 +162,26 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
     ctrl: (id) => `{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"a\u0001b"}]}}`,
     echo: (id, args) => JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: `${name}: ${args.message}` }] } }),
   };
+  // What a client should see of echo as the server gave it (_meta, icons), beside what it
+  // should not: a _meta key that claims another server, and task support runbox does not have.
+  const echoExtras = {
+    _meta: { ui: { resourceUri: `ui://${name}/echo` }, 'runbox/server': 'elsewhere' },
+    icons: [{ src: 'https://example.com/echo.png', mimeType: 'image/png', sizes: ['48x48'] }],
+    execution: { taskSupport: 'required' },
+  };
   createInterface({ input: process.stdin }).on('line', (line) => {
     const m = JSON.parse(line);
-    if (m.method === 'initialize') {
+    if (m.method === 'initialize' && process.env.RAW_INIT === 'junk') {
+      send(`${name} listening on stdio`); // a log line on stdout, then no answer at all
+      send('{}');
+    } else if (m.method === 'initialize') {
       send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion,
         capabilities: { tools: {}, prompts: {} }, serverInfo: { name, version: '1.0.0' } } }));
     } else if (m.method === 'tools/list') {
-      send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { tools: Object.keys(answers).map((t) => (
-        { name: t, inputSchema: { type: 'object' } })), ...(process.env.RAW_LOOP === '1' ? { nextCursor: 'again' } : {}) } }));
+      const many = Array.from({ length: Number(process.env.RAW_MANY ?? 0) }, (_, i) => `t${i}`);
+      send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { tools: [...Object.keys(answers), ...many].map((t) => (
+        { name: t, inputSchema: { type: 'object' }, ...(t === 'echo' ? echoExtras : {}) })),
+      ...(process.env.RAW_LOOP === '1' ? { nextCursor: 'again' } : {}) } }));
     } else if (m.method === 'prompts/list') {
       send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { prompts: [{ name: 'echo', description: 'a prompt named as a tool' }] } }));
     } else if (m.method === 'tools/call') {

@@ -185,6 +185,9 @@ static const struct {
      "/b.json: mcpServers.x.url: holds a space, line break or control character (${env:VAR} "
      "replaced); write a space as %20"},
     {"\"npx server\"", "/b.json: mcpServers.x: expected an object, got string"},
+    {"{\"command\": \"c\", \"url\": \"http://h/\"}",
+     "/b.json: mcpServers.x: has both \"command\" (a stdio server) and \"url\" (a remote one); "
+     "keep one, or say which with \"type\""},
 };
 
 START_TEST(test_registry_keeps_a_bad_entry_with_its_error_and_reads_the_rest)
@@ -198,6 +201,37 @@ START_TEST(test_registry_keeps_a_bad_entry_with_its_error_and_reads_the_rest)
     ck_assert_ptr_nonnull(named("x")->error);
     ck_assert_str_eq(named("x")->error, bad[_i].error);
     ck_assert_ptr_null(named("ok")->error);
+}
+END_TEST
+
+/* A key runbox does not read is a warning naming it and the keys runbox reads; the entry runs.
+ * Other clients' own keys (approvals) are let be; "type" decides when both command and url are
+ * given. */
+START_TEST(test_registry_an_unknown_key_is_a_warning)
+{
+    struct errinfo err = {0};
+    cJSON *v = cJSON_Parse("[{\"name\": \"l\", \"transport\": {\"type\": \"stdio\", "
+                           "\"command\": \"c\", \"argz\": []}}]");
+
+    add_text("/k.json",
+             "{\"mcpServers\": {"
+             "\"a\": {\"comand\": \"c\", \"command\": \"c\", \"timeout\": 30},"
+             "\"b\": {\"command\": \"c\", \"autoApprove\": [\"x\"], \"alwaysAllow\": []},"
+             "\"c\": {\"type\": \"stdio\", \"command\": \"c\", \"url\": \"http://h/\"}}}");
+    ck_assert_ptr_null(named("a")->error);
+    ck_assert_str_eq(named("a")->ignored,
+                     "/k.json: mcpServers.a: runbox does not know the keys \"comand\", \"timeout\" "
+                     "and ignores them (it reads type, command, args, env, cwd, url, headers, "
+                     "enabled, disabled, sandbox, timeout_ms, tools, disabled_tools, prefix)");
+    ck_assert_ptr_null(named("b")->ignored);
+    ck_assert_ptr_null(named("c")->error);
+    ck_assert_int_eq(named("c")->transport, REGISTRY_STDIO);
+    ck_assert_int_eq(registry_specs_add(&specs, "/l.json", "mcpServers", v, fake_env, &err), 0);
+    cJSON_Delete(v);
+    ck_assert_ptr_null(named("l")->error);
+    ck_assert_str_eq(named("l")->ignored,
+                     "/l.json: mcpServers.l.transport: runbox does not know the key \"argz\" and "
+                     "ignores it (it reads type, command, args, env, cwd, url, headers)");
 }
 END_TEST
 
@@ -317,8 +351,11 @@ START_TEST(test_registry_served_names_fit_the_strictest_clients)
         ck_assert(strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", *p));
     registry_sanitize("", buf, sizeof(buf));
     ck_assert_str_eq(buf, "_");
+    /* A character of several UTF-8 bytes is one '_', as a client counts characters. */
     registry_sanitize("\xc3\xa9t\xc3\xa9", buf, sizeof(buf));
-    ck_assert_str_eq(buf, "__t__");
+    ck_assert_str_eq(buf, "_t_");
+    registry_sanitize("\xf0\x9f\x93\x81 files.v2", buf, sizeof(buf));
+    ck_assert_str_eq(buf, "__files_v2");
 }
 END_TEST
 
@@ -338,6 +375,7 @@ static Suite *registry_suite(void)
     tcase_add_test(errors, test_registry_a_second_server_of_one_name_is_an_error);
     tcase_add_test(errors, test_registry_a_file_that_is_not_a_config_is_one_failed_entry);
     tcase_add_test(errors, test_registry_a_header_value_may_hold_a_tab);
+    tcase_add_test(errors, test_registry_an_unknown_key_is_a_warning);
     tcase_add_checked_fixture(shown, setup, teardown);
     tcase_add_test(shown, test_registry_keeps_the_text_as_written_for_messages);
     tcase_add_loop_test(shown, test_registry_redact_puts_the_variable_back, 0,
