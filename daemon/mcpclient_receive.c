@@ -83,18 +83,28 @@ void mcpclient__complete_waiter_locked(struct pending *p, cJSON *result, const c
     pthread_cond_broadcast(&p->cond);
 }
 
+/* The call waiting for request id, taken off the pending list; NULL when none waits (mu held). */
+static struct pending *take_waiter_locked(struct mcpclient *c, uint64_t id)
+{
+    struct pending *p = find_pending_locked(c, id);
+
+    if (!p || !p->waiter)
+        return NULL;
+    mcpclient__unlink_pending_locked(c, p);
+    return p;
+}
+
 bool mcpclient__fail_waiter(struct mcpclient *c, uint64_t id, enum errinfo_kind kind,
                             const char *why)
 {
     struct pending *p;
 
     pthread_mutex_lock(&c->mu);
-    p = find_pending_locked(c, id);
-    if (!p || !p->waiter) {
+    p = take_waiter_locked(c, id);
+    if (!p) {
         pthread_mutex_unlock(&c->mu);
         return false;
     }
-    mcpclient__unlink_pending_locked(c, p);
     errinfo_set(&p->err, kind, "%s: %.800s", c->spec->name, why);
     registry_redact(c->spec, p->err.msg, sizeof(p->err.msg));
     p->done = true;
@@ -109,12 +119,11 @@ static bool answer_waiter(struct mcpclient *c, cJSON *msg, uint64_t id)
     struct pending *p;
 
     pthread_mutex_lock(&c->mu);
-    p = find_pending_locked(c, id);
-    if (!p || !p->waiter) {
+    p = take_waiter_locked(c, id);
+    if (!p) {
         pthread_mutex_unlock(&c->mu);
         return false;
     }
-    mcpclient__unlink_pending_locked(c, p);
     mcpclient__complete_waiter_locked(p, cJSON_DetachItemFromObjectCaseSensitive(msg, "result"),
                                       cJSON_GetObjectItemCaseSensitive(msg, "error"));
     pthread_mutex_unlock(&c->mu);
