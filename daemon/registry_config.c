@@ -12,6 +12,7 @@
  * /mcp-servers with the message that names the file and the key. Pure: no I/O. */
 #include "registry.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -178,7 +179,37 @@ void registry_redact(const struct registry_spec *s, char *buf, size_t size)
     }
 }
 
-/* An owned copy of text with every ${env:VAR} replaced; NULL with the spec's error set. */
+/* What a "${...}" at p names: the variable (into var) and its default (into *def, or NULL), or
+ * 0 when it is none of runbox's forms: ${env:VAR} (Cursor's, VS Code's), and ${VAR} and
+ * ${VAR:-default} (Claude Code's .mcp.json). ${input:id}, VS Code's prompt for a value, is -1.
+ * *end gets the closing brace. */
+static int parse_var(const char *p, char *var, size_t size, const char **def, const char **end)
+{
+    const char *in = p + 2, *name = in, *n;
+
+    *def = NULL;
+    *end = strchr(in, '}');
+    if (strncmp(p, "${", 2) != 0 || !*end)
+        return 0;
+    if (strncmp(in, "input:", 6) == 0)
+        return -1;
+    if (strncmp(in, "env:", 4) == 0) {
+        snprintf(var, size, "%.*s", (int)(*end - in - 4), in + 4);
+        return 1;
+    }
+    for (n = name; n < *end && (*n == '_' || isalnum((unsigned char)*n)); n++)
+        ;
+    if (n == name || isdigit((unsigned char)*name) ||
+        (n != *end && strncmp(n, ":-", 2) != 0)) /* not a name: the text as it is */
+        return 0;
+    if (n != *end)
+        *def = n + 2;
+    snprintf(var, size, "%.*s", (int)(n - name), name);
+    return 1;
+}
+
+/* An owned copy of text with every ${env:VAR}, ${VAR} and ${VAR:-default} replaced; NULL with
+ * the spec's error set. */
 static char *expand(struct ctx *x, const char *key, const char *text)
 {
     size_t cap = strlen(text) + 1, len = 0;
@@ -186,11 +217,20 @@ static char *expand(struct ctx *x, const char *key, const char *text)
     const char *p = text;
 
     while (out && *p) {
-        const char *end, *val;
+        const char *end, *val, *def;
         char var[256];
         size_t vl;
+        int form = parse_var(p, var, sizeof(var), &def, &end);
 
-        if (strncmp(p, "${env:", 6) != 0 || !(end = strchr(p + 6, '}'))) {
+        if (form < 0) {
+            set_error(x->s,
+                      ".%s: %.*s asks VS Code's user for a value, which runbox cannot do; put "
+                      "the value in the file, or in runboxd's environment as ${env:VAR}",
+                      key, (int)(end + 1 - p), p);
+            free(out);
+            return NULL;
+        }
+        if (form == 0) {
             if (len + 2 > cap) {
                 char *grown = realloc(out, cap * 2);
 
@@ -202,18 +242,19 @@ static char *expand(struct ctx *x, const char *key, const char *text)
             out[len++] = *p++;
             continue;
         }
-        snprintf(var, sizeof(var), "%.*s", (int)(end - p - 6), p + 6);
         val = x->getenv_fn ? x->getenv_fn(var) : NULL;
-        if (!val) {
+        vl = val ? strnlen(val, ENV_VALUE_MAX) : def ? (size_t)(end - def) : 0;
+        if (!val && !def) {
             set_error(x->s,
-                      ".%s: ${env:%s} is not set in runboxd's environment; set it, or put "
+                      ".%s: %.*s is not set in runboxd's environment; set it, or put "
                       "the value in the file",
-                      key, var);
+                      key, (int)(end + 1 - p), p);
             free(out);
             return NULL;
         }
-        vl = strnlen(val, ENV_VALUE_MAX);
-        if (remember(x, p, (size_t)(end + 1 - p), val, vl) < 0)
+        if (!val)
+            val = def;
+        else if (remember(x, p, (size_t)(end + 1 - p), val, vl) < 0)
             break;
         if (len + vl + 1 > cap) {
             char *grown = realloc(out, len + vl + cap);

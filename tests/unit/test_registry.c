@@ -185,6 +185,13 @@ static const struct {
      "/b.json: mcpServers.x.url: holds a space, line break or control character (${env:VAR} "
      "replaced); write a space as %20"},
     {"\"npx server\"", "/b.json: mcpServers.x: expected an object, got string"},
+    {"{\"command\": \"c\", \"args\": [\"--root\", \"${workspaceFolder}\"]}",
+     "/b.json: mcpServers.x.args[1]: ${workspaceFolder} is not set in runboxd's environment; set "
+     "it, or put the value in the file"},
+    {"{\"url\": \"http://h/\", \"headers\": {\"Authorization\": \"Bearer ${input:tok}\"}}",
+     "/b.json: mcpServers.x.headers.Authorization: ${input:tok} asks VS Code's user for a value, "
+     "which runbox cannot do; put the value in the file, or in runboxd's environment as "
+     "${env:VAR}"},
     {"{\"command\": \"c\", \"url\": \"http://h/\"}",
      "/b.json: mcpServers.x: has both \"command\" (a stdio server) and \"url\" (a remote one); "
      "keep one, or say which with \"type\""},
@@ -207,6 +214,31 @@ END_TEST
 /* A key runbox does not read is a warning naming it and the keys runbox reads; the entry runs.
  * Other clients' own keys (approvals) are let be; "type" decides when both command and url are
  * given. */
+/* Claude Code's .mcp.json writes ${VAR} and ${VAR:-default}: both are read as it reads them;
+ * what is no variable name stays as written. */
+START_TEST(test_registry_reads_claude_codes_variables)
+{
+    const struct registry_spec *s;
+
+    add_text("/mcp.json", "{\"mcpServers\": {\"x\": {\"command\": \"c\", \"args\": "
+                          "[\"${GITHUB_TOKEN}\", \"${NOPE:-fallback}\", \"${ONE:-9}\", "
+                          "\"${EMPTY:-x}\", \"${1a}\", \"${a b}\", \"$HOME\", \"${}\", "
+                          "\"${NOPE:-}\"]}}}");
+    s = named("x");
+    ck_assert_msg(!s->error, "%s", s->error);
+    ck_assert_uint_eq(s->args.n, 9);
+    ck_assert_str_eq(s->args.v[0], "ghp_secret");
+    ck_assert_str_eq(s->args.v[1], "fallback");
+    ck_assert_str_eq(s->args.v[2], "1");
+    ck_assert_str_eq(s->args.v[3], ""); /* set, if empty: the default is for unset */
+    ck_assert_str_eq(s->args.v[4], "${1a}");
+    ck_assert_str_eq(s->args.v[5], "${a b}");
+    ck_assert_str_eq(s->args.v[6], "$HOME");
+    ck_assert_str_eq(s->args.v[7], "${}");
+    ck_assert_str_eq(s->args.v[8], "");
+}
+END_TEST
+
 START_TEST(test_registry_an_unknown_key_is_a_warning)
 {
     struct errinfo err = {0};
@@ -331,6 +363,20 @@ START_TEST(test_registry_redact_puts_the_variable_back)
 }
 END_TEST
 
+/* A value from Claude Code's ${VAR} is put back as written too; a default is no secret. */
+START_TEST(test_registry_redact_knows_claude_codes_variables)
+{
+    char buf[256] = "GET https://internal.example/?k=s3cret-and-more failed (fallback-host)";
+
+    add_text("/c.json", "{\"mcpServers\": {\"r\": {\"url\": "
+                        "\"https://${HOST}/?k=${TOK_LONG}\", \"headers\": {\"X\": "
+                        "\"${NOPE:-fallback-host}\"}}}}");
+    ck_assert_msg(!named("r")->error, "%s", named("r")->error);
+    registry_redact(named("r"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "GET https://${HOST}/?k=${TOK_LONG} failed (fallback-host)");
+}
+END_TEST
+
 START_TEST(test_registry_served_names_fit_the_strictest_clients)
 {
     char buf[REGISTRY_NAME_MAX + 1], again[REGISTRY_NAME_MAX + 1], other[REGISTRY_NAME_MAX + 1];
@@ -376,6 +422,8 @@ static Suite *registry_suite(void)
     tcase_add_test(errors, test_registry_a_file_that_is_not_a_config_is_one_failed_entry);
     tcase_add_test(errors, test_registry_a_header_value_may_hold_a_tab);
     tcase_add_test(errors, test_registry_an_unknown_key_is_a_warning);
+    tcase_add_test(errors, test_registry_reads_claude_codes_variables);
+    tcase_add_test(errors, test_registry_redact_knows_claude_codes_variables);
     tcase_add_checked_fixture(shown, setup, teardown);
     tcase_add_test(shown, test_registry_keeps_the_text_as_written_for_messages);
     tcase_add_loop_test(shown, test_registry_redact_puts_the_variable_back, 0,
