@@ -7,8 +7,39 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* See threadstack.h: before main, whose frame alone is larger than 64 KiB. */
+__attribute__((constructor)) static void stack_floor(void)
+{
+    struct rlimit rl;
+    pthread_attr_t a;
+    size_t size = 0;
+
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < THREADSTACK_MAIN_MIN) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= THREADSTACK_MAIN_MIN
+                          ? THREADSTACK_MAIN_MIN
+                          : rl.rlim_max;
+        if (setrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur < THREADSTACK_MIN) {
+            /* main would overflow its stack at its first line: say why instead */
+            static const char msg[] = "runboxd: the stack limit (ulimit -s) is too small and its "
+                                      "hard limit does not let it grow to 1 MiB; start runboxd "
+                                      "with ulimit -s 8192\n";
+
+            (void)!write(2, msg, sizeof(msg) - 1);
+            _exit(2);
+        }
+    }
+    if (pthread_getattr_default_np(&a) != 0)
+        return;
+    if (pthread_attr_getstacksize(&a, &size) == 0 && size < THREADSTACK_MIN &&
+        pthread_attr_setstacksize(&a, THREADSTACK_MIN) == 0)
+        (void)pthread_setattr_default_np(&a);
+    pthread_attr_destroy(&a);
+}
 
 void threadstack_skip_forks(bool skip)
 {

@@ -54,4 +54,13 @@ pid_t threadstack_spawn(int (*child)(void *), void *arg);
  * interposed _exit. */
 _Noreturn void threadstack_child_exit(int status);
 
+/* The stacks under a small `ulimit -s`: with 64 KiB, runboxd crashed at once (main's frame alone
+ * is larger, and glibc gives every thread made without attributes RLIMIT_STACK's size). Before
+ * main, a constructor in threadstack.c raises the soft RLIMIT_STACK to THREADSTACK_MAIN_MIN, or
+ * as far as the hard limit allows (the main thread's stack may grow that far; children, which
+ * inherit it, get the common default); below THREADSTACK_MIN it says so and exits with 2. It
+ * also makes THREADSTACK_MIN the least a thread's default stack is. A larger limit is kept. */
+#define THREADSTACK_MAIN_MIN (8u << 20)
+#define THREADSTACK_MIN      (1u << 20)
+
 #endif

@@ -396,6 +396,52 @@ describe('worker thread stacks', () => {
   });
 });
 
+describe('a small stack limit', () => {
+  test('a soft `ulimit -s 64` neither crashes runboxd nor shrinks its threads\' stacks', async () => {
+    // glibc sizes threads made without attributes by RLIMIT_STACK, and main's own frame is over
+    // 64 KiB: with this limit runboxd crashed at once (SIGSEGV before its first line).
+    const { spawn } = await import('node:child_process');
+    const cache = mkdtempSync(path.join(os.tmpdir(), 'runboxd-ulimit-'));
+    chmodSync(cache, 0o755);
+    const child = spawn('sh', ['-c', 'ulimit -S -s 64 && exec "$0" "$@"', process.env.RUNBOXD,
+                               '--port', '0', '--workspace', ':memory:', '--cache-dir', path.join(cache, 'c')],
+                        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CONFIG_HOME: cache } });
+    let out = '', err = '';
+    child.stderr.on('data', (c) => { err += c; });
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    try {
+      const port = await Promise.race([
+        new Promise((resolve) => child.stdout.on('data', (c) => {
+          out += c;
+          const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+          if (m) resolve(Number(m[1]));
+        })),
+        exited.then((e) => { throw new Error(`runboxd ended before it listened: ${JSON.stringify(e)} ${err}`); }),
+      ]);
+      const h = await request(port, '/health');
+      assert.equal(h.status, 200);
+      const threads = Number(/^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]);
+      const big = threadStacks(child.pid).filter((st) => st.kib >= 1024);
+      assert.ok(threads > 8 && big.length >= threads - 1, `${big.length} of ${threads - 1} thread stacks are >= 1 MiB`);
+      const r = await request(port, '/tool/write_file', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                           body: JSON.stringify({ path: '/a.txt', content: 'x' }) });
+      assert.equal(r.status, 200, r.text);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    assert.deepEqual(await exited, { code: 0, signal: null });
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  test('a hard `ulimit -s 64`, which cannot be raised, is an error that says what to do', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync('sh', ['-c', 'ulimit -s 64 && exec "$0" --port 0 --workspace :memory:', process.env.RUNBOXD],
+                        { encoding: 'utf8', timeout: 20000 });
+    assert.equal(r.status, 2, `${r.signal} ${r.stderr}`);
+    assert.match(r.stderr, /^runboxd: the stack limit \(ulimit -s\) is too small .* start runboxd with ulimit -s 8192\n$/);
+  });
+});
+
 describe('command line and config file', () => {
   test('--bind ::1 is refused at start where civetweb has no IPv6 (Debian\'s), saying so', async () => {
     const r = await runRunboxd(['--port', '0', '--workspace', ':memory:', '--bind', '::1'],
