@@ -35,6 +35,12 @@ struct served {
     char *orig; /* the server's own name or URI */
 };
 
+/* A name set: the names given out in one rebuild, to find collisions; the warnings said. */
+struct names {
+    char **v;
+    size_t n, cap;
+};
+
 struct registry_hold {
     atomic_int refs;
     struct catalog *cat; /* the external tools */
@@ -61,7 +67,7 @@ struct registry {
     struct events *events;
     struct startgate *gate;   /* how many stdio servers start at once; owned */
     pthread_mutex_t build_mu; /* serializes rebuilds */
-    struct names *said;       /* what rebuilds logged already (build_mu): each is said once */
+    struct names said;        /* what rebuilds logged already (build_mu): each is said once */
     pthread_mutex_t mu;       /* guards snap and the warnings */
     struct registry_hold *snap;
     void (*listener)(void *arg, unsigned lists);
@@ -109,12 +115,6 @@ static struct registry_hold *take_hold(struct registry *r)
 
 /* ---- names ---- */
 
-/* A name set: the names given out in one rebuild, to find collisions. */
-struct names {
-    char **v;
-    size_t n, cap;
-};
-
 static bool names_has(const struct names *ns, const char *s)
 {
     for (size_t i = 0; i < ns->n; i++)
@@ -153,10 +153,7 @@ static void say_once(struct registry *r, enum log_level level, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (!r->said)
-        r->said = calloc(1, sizeof(*r->said));
-    if (!r->said || names_has(r->said, msg) || r->said->n >= SAID_MAX ||
-        names_add(r->said, msg) < 0)
+    if (names_has(&r->said, msg) || r->said.n >= SAID_MAX || names_add(&r->said, msg) < 0)
         return;
     log_write(level, "%s", msg);
 }
@@ -592,9 +589,7 @@ void registry_free(struct registry *r)
     if (r->snap)
         registry_unhold(r->snap);
     startgate_free(r->gate);
-    if (r->said)
-        names_free(r->said);
-    free(r->said);
+    names_free(&r->said);
     pthread_mutex_destroy(&r->build_mu);
     pthread_mutex_destroy(&r->mu);
     free(r);
