@@ -249,8 +249,16 @@ static void print_external(const cJSON *h, const cJSON *detail)
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(s, "tools")))
             printf(" %.0f tool(s)", num_of(s, "tools", 0));
         printf("\n");
-        if (err && strcmp(str_of(s, "state") ? str_of(s, "state") : "", "ready") != 0)
+        /* Why it is not ready: a config error (it never runs) or its last error; and what
+         * runs but was ignored or is missing (config_warning, warning). */
+        if (str_of(s, "config_error"))
+            printf("            %-16s config error: %.300s\n", "", str_of(s, "config_error"));
+        else if (err && strcmp(str_of(s, "state") ? str_of(s, "state") : "", "ready") != 0)
             printf("            %-16s last error: %.300s\n", "", err);
+        if (str_of(s, "config_warning"))
+            printf("            %-16s warning: %.300s\n", "", str_of(s, "config_warning"));
+        if (str_of(s, "warning"))
+            printf("            %-16s warning: %.300s\n", "", str_of(s, "warning"));
     }
     cJSON_Delete(list);
 }

@@ -159,7 +159,10 @@ function showExternal(ext, detail) {
          el('span', { class: 'mono' }, s.name), ` ${s.state || ''}`,
          s.transport ? ` · ${s.transport}` : '',
          typeof s.tools === 'number' ? ` · ${s.tools} tool(s)` : '',
-         s.last_error ? el('div', { class: 'muted' }, s.last_error) : '')))]
+         s.config_error || s.last_error
+           ? el('div', { class: 'muted' }, s.config_error || s.last_error) : '',
+         ...[s.config_warning, s.warning].filter(Boolean)
+           .map((w) => el('div', { class: 'muted' }, `warning: ${w}`)))))]
     : []));
 }
 

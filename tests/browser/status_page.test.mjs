@@ -175,7 +175,8 @@ describe('the status page with external MCP servers', () => {
     const script = path.join(serverPaths().lib, 'mcpservers.mjs');
     writeFileSync(path.join(tmp, 'config.json'), JSON.stringify({ mcpServers: {
       st: { command: process.execPath, args: [script, 'stdio', 'st'] },
-      down: { url: 'http://127.0.0.1:9/mcp' },
+      down: { url: 'http://127.0.0.1:9/mcp', timeout: 5 },
+      both: { command: 'true', url: 'http://127.0.0.1:9/' },
     } }));
     d = await startDaemon({ args: ['--workspace', ':memory:', '--config', path.join(tmp, 'config.json')] });
     page = await browser.newPage();
@@ -194,7 +195,10 @@ describe('the status page with external MCP servers', () => {
     const items = await page.$$eval('#external li', (lis) => lis.map((li) => li.textContent));
     assert.ok(items.includes(`st ready · stdio · ${st.tools} tool(s)`), items.join(' | '));
     const down = items.find((t) => t.startsWith('down '));
-    assert.match(down, /^down (failed|connecting) · http · 0 tool\(s\)down: .*127\.0\.0\.1:9\/mcp/);
+    assert.match(down, /^down (failed|connecting) · http · 0 tool\(s\)down: .*127\.0\.0\.1:9\/mcp.*warning: \S+: mcpServers\.down: runbox does not know the key "timeout"/);
+    // A config error says why the server never runs.
+    const both = items.find((t) => t.startsWith('both '));
+    assert.match(both, /^both failed · .*mcpServers\.both: has both "command"/);
   });
 });
 

@@ -423,7 +423,8 @@ describe('a daemon with external MCP servers', () => {
     const script = path.join(serverPaths().lib, 'mcpservers.mjs');
     const config = { mcpServers: {
       st: { command: process.execPath, args: [script, 'stdio', 'st'] },
-      down: { url: `http://127.0.0.1:${await freePort()}/mcp` },
+      down: { url: `http://127.0.0.1:${await freePort()}/mcp`, timeout: 5 },
+      both: { command: 'true', url: 'http://127.0.0.1:1/' },
     } };
     writeFileSync(path.join(tmp, 'config.json'), JSON.stringify(config));
     d = await startDaemon({ args: ['--workspace', ':memory:', '--config', path.join(tmp, 'config.json')] });
@@ -443,13 +444,16 @@ describe('a daemon with external MCP servers', () => {
     const st = (await d.get('/mcp-servers')).body.servers.find((x) => x.name === 'st');
     const r = await cli(['status'], env);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^external +2 MCP server\(s\), 1 ready$/m);
+    assert.match(r.stdout, /^external +3 MCP server\(s\), 1 ready$/m);
+    // A config error says why it never runs; an ignored key is a warning.
+    assert.match(r.stdout, /^ +both +failed .*\n +config error: \S+: mcpServers\.both: has both "command"/m);
+    assert.match(r.stdout, /^ +warning: \S+: mcpServers\.down: runbox does not know the key "timeout"/m);
     assert.match(r.stdout, new RegExp(`^ +st +ready +stdio +${st.tools} tool\\(s\\)$`, 'm'));
     // "down" is tried again and again (back-off): between tries it is failed, during one
     // connecting; either way with the last error.
     assert.match(r.stdout, /^ +down +(failed|connecting) +http +0 tool\(s\)\n +last error: down: .*127\.0\.0\.1:\d+\/mcp/m);
     const j = JSON.parse((await cli(['status', '--json'], env)).stdout);
-    assert.deepEqual(j.mcp_servers.map((s) => s.name).sort(), ['down', 'st']);
+    assert.deepEqual(j.mcp_servers.map((s) => s.name).sort(), ['both', 'down', 'st']);
     assert.equal(j.mcp_servers.find((s) => s.name === 'st').state, 'ready');
   });
 
