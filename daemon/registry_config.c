@@ -188,8 +188,8 @@ static int parse_var(const char *p, char *var, size_t size, const char **def, co
     const char *in = p + 2, *name = in, *n;
 
     *def = NULL;
-    *end = strchr(in, '}');
-    if (strncmp(p, "${", 2) != 0 || !*end)
+    *end = NULL;
+    if (strncmp(p, "${", 2) != 0 || !(*end = strchr(in, '}')))
         return 0;
     if (strncmp(in, "input:", 6) == 0)
         return -1;
